@@ -1,0 +1,218 @@
+//! Owners (Spots): lease deadline, authority epoch (SPEC T6) and execution gate (T9).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::clock::{duration_to_nanos, Nanos};
+use crate::error::{Error, Result};
+
+/// The host's id of an owner.
+pub type OwnerId = u64;
+
+/// Lease deadline meaning "no lease: never expires".
+pub(crate) const NO_DEADLINE: Nanos = u64::MAX;
+/// Lease deadline after the scheduler declared the authority expired.
+pub(crate) const EXPIRED: Nanos = 0;
+
+/// How an owner's timers are admitted to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+#[repr(u8)]
+pub enum GateMode {
+    /// One turn at a time across all of the owner's timers and the host's own work on it.
+    #[default]
+    Serial = 0,
+    /// No gate: the owner's timers run independently (each still never overlaps itself).
+    Concurrent = 1,
+}
+
+impl GateMode {
+    pub fn from_u32(v: u32) -> Option<Self> {
+        match v {
+            0 => Some(Self::Serial),
+            1 => Some(Self::Concurrent),
+            _ => None,
+        }
+    }
+}
+
+const GATE_FREE: u8 = 0;
+const GATE_HOST: u8 = 1;
+const GATE_TIMER: u8 = 2;
+
+/// The execution gate of one owner.
+#[derive(Default)]
+pub(crate) struct Gate {
+    state: AtomicU8,
+    host_waiters: AtomicU32,
+    lock: Mutex<()>,
+    released: Condvar,
+}
+
+impl Gate {
+    pub fn try_take_for_timer(&self) -> bool {
+        self.state
+            .compare_exchange(GATE_FREE, GATE_TIMER, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+
+    pub fn release_from_timer(&self) {
+        self.state.store(GATE_FREE, Ordering::Release);
+        if self.host_waiters.load(Ordering::Acquire) > 0 {
+            let _g = self.lock.lock();
+            self.released.notify_all();
+        }
+    }
+
+    pub fn is_free(&self) -> bool {
+        self.state.load(Ordering::Acquire) == GATE_FREE
+    }
+
+    fn try_take_for_host(&self) -> bool {
+        self.state
+            .compare_exchange(GATE_FREE, GATE_HOST, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+
+    fn take_for_host(&self, timeout: Option<Duration>) -> bool {
+        if self.try_take_for_host() {
+            return true;
+        }
+        let deadline = timeout.map(|t| Instant::now() + t);
+        self.host_waiters.fetch_add(1, Ordering::AcqRel);
+        let mut g = self.lock.lock();
+        let taken = loop {
+            if self.try_take_for_host() {
+                break true;
+            }
+            match deadline {
+                None => self.released.wait(&mut g),
+                Some(d) => {
+                    if self.released.wait_until(&mut g, d).timed_out() {
+                        break self.try_take_for_host();
+                    }
+                }
+            }
+        };
+        drop(g);
+        self.host_waiters.fetch_sub(1, Ordering::AcqRel);
+        taken
+    }
+
+    fn release_from_host(&self) -> bool {
+        self.state
+            .compare_exchange(GATE_HOST, GATE_FREE, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+}
+
+/// State of one owner id shared by the host threads and the scheduler.
+pub(crate) struct OwnerShared {
+    pub id: OwnerId,
+    /// Dense index used by the scheduler's owner table and queue entries.
+    pub index: u32,
+    pub epoch: AtomicU64,
+    pub lease_deadline: AtomicU64,
+    pub gate_mode: AtomicU8,
+    pub gate: Gate,
+    /// key -> slot of the timers registered under this owner. Per-owner, so registrations
+    /// of different owners never contend.
+    pub keys: Mutex<HashMap<u64, u32>>,
+}
+
+impl OwnerShared {
+    pub fn new(id: OwnerId, index: u32) -> Self {
+        Self {
+            id,
+            index,
+            epoch: AtomicU64::new(0),
+            lease_deadline: AtomicU64::new(EXPIRED),
+            gate_mode: AtomicU8::new(GateMode::Serial as u8),
+            gate: Gate::default(),
+            keys: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn serial(&self) -> bool {
+        self.gate_mode.load(Ordering::Relaxed) == GateMode::Serial as u8
+    }
+
+    /// Is the authority `epoch` current and its lease still running at `now`?
+    pub fn check(&self, epoch: u64, now: Nanos) -> Result<()> {
+        if self.epoch.load(Ordering::Acquire) != epoch {
+            return Err(Error::Revoked);
+        }
+        if self.lease_deadline.load(Ordering::Acquire) <= now {
+            return Err(Error::LeaseExpired);
+        }
+        Ok(())
+    }
+
+    /// Extends the lease of authority `epoch`, unless it already ended. A compare-and-swap
+    /// so that a renewal racing the scheduler's expiry either wins or sees the expiry.
+    pub fn renew(&self, epoch: u64, now: Nanos, lease: Option<Duration>) -> Result<()> {
+        let new = lease_deadline(now, lease);
+        let mut cur = self.lease_deadline.load(Ordering::Acquire);
+        loop {
+            if self.epoch.load(Ordering::Acquire) != epoch {
+                return Err(Error::Revoked);
+            }
+            if cur <= now {
+                return Err(Error::LeaseExpired);
+            }
+            match self.lease_deadline.compare_exchange(
+                cur,
+                new,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return Ok(()),
+                Err(actual) => cur = actual,
+            }
+        }
+    }
+
+    /// Called by the scheduler when a lease entry surfaces: true if the lease is over (and
+    /// now marked expired), false if it was renewed meanwhile.
+    pub fn expire_if_due(&self, now: Nanos) -> bool {
+        let mut cur = self.lease_deadline.load(Ordering::Acquire);
+        loop {
+            if cur > now {
+                return false;
+            }
+            if cur == EXPIRED {
+                return true;
+            }
+            match self.lease_deadline.compare_exchange(
+                cur,
+                EXPIRED,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return true,
+                Err(actual) => cur = actual,
+            }
+        }
+    }
+
+    pub fn host_enter(&self, timeout: Option<Duration>) -> bool {
+        self.gate.take_for_host(timeout)
+    }
+
+    pub fn host_try_enter(&self) -> bool {
+        self.gate.try_take_for_host()
+    }
+
+    pub fn host_leave(&self) -> bool {
+        self.gate.release_from_host()
+    }
+}
+
+pub(crate) fn lease_deadline(now: Nanos, lease: Option<Duration>) -> Nanos {
+    match lease {
+        None => NO_DEADLINE,
+        Some(d) => now.saturating_add(duration_to_nanos(d)).min(NO_DEADLINE - 1),
+    }
+}

@@ -1,0 +1,80 @@
+//! Resource and delivery counters (SPEC T7, T10), readable at any time.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+macro_rules! counters {
+    ($($(#[$doc:meta])* $name:ident),* $(,)?) => {
+        #[derive(Debug, Default)]
+        pub(crate) struct Counters { $(pub $name: AtomicU64,)* }
+
+        /// A snapshot of a runtime's counters.
+        #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+        pub struct Stats {
+            /// Scheduler threads of this runtime (always 1 while it runs).
+            pub scheduler_threads: u64,
+            /// OS wakeup primitives the scheduler sleeps on (1), plus the host wakeup fd
+            /// once it has been asked for.
+            pub wakeup_primitives: u64,
+            /// OS timers created for timers (always 0: deadlines live in one queue).
+            pub os_timers: u64,
+            /// Entries in the deadline queue, stale ones included.
+            pub queue_len: u64,
+            /// Generations registered and not yet ended.
+            pub live_timers: u64,
+            /// Owners known to the runtime.
+            pub owners: u64,
+            $($(#[$doc])* pub $name: u64,)*
+        }
+
+        impl Counters {
+            pub fn snapshot_into(&self, s: &mut Stats) {
+                $(s.$name = self.$name.load(Relaxed);)*
+            }
+        }
+    };
+}
+
+counters! {
+    /// Times the scheduler woke up.
+    wakeups,
+    /// Batches handed over (scheduler wakeups that produced at least one record).
+    batches,
+    /// Records handed over in those batches.
+    records_published,
+    /// Host crossings: exchange calls that returned records, batch-callback invocations.
+    host_crossings,
+    /// Records the host received through those crossings.
+    records_received,
+    /// Completions reported Ok.
+    completed_ok,
+    /// Completions reported Failed.
+    completed_failed,
+    /// Completions reported Deferred (tick kept and retried).
+    completed_deferred,
+    /// Records not started because they were stale when handed over or started.
+    not_started,
+    /// Nominal ticks skipped by the overrun policy (sum of `skipped_ticks`).
+    ticks_skipped,
+    /// Due ticks dropped because the owner lease was over or the authority revoked.
+    ticks_dropped_authority,
+    /// Registrations accepted.
+    registered,
+    /// Generations ended (any reason).
+    ended,
+    /// Release hooks that failed.
+    cleanup_failures,
+    /// Completions whose token matched no outstanding record.
+    invalid_completions,
+    /// Stale queue entries removed when they surfaced or by compaction.
+    stale_entries_dropped,
+    /// Times the queue was rebuilt to shed stale entries.
+    compactions,
+    /// Times a due tick had to wait for its owner's gate.
+    gate_waits,
+}
+
+impl Counters {
+    pub fn add(c: &AtomicU64, n: u64) {
+        c.fetch_add(n, Relaxed);
+    }
+}

@@ -1,0 +1,105 @@
+//! The timer table: generation-tagged slots with stable addresses.
+//!
+//! A slot is bound to one (owner, key) while it is registered; re-registration reuses the
+//! slot with a new generation, which is what lets "at most one callback in flight per
+//! timer" (T3) span generations. Each slot's `word` holds `generation << 1 | cancelled`;
+//! a host re-checks T1 by comparing it with [`live_value`] right before starting a
+//! handler, with no call into the runtime. Slots live in fixed chunks that never move, so
+//! the address of a word stays valid for the life of the runtime.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use crossbeam_channel::{Receiver, Sender};
+use once_cell::sync::OnceCell;
+use parking_lot::Mutex;
+
+use crate::error::{Error, Result};
+use crate::timer::TimerCell;
+
+const CHUNK_BITS: u32 = 12;
+const CHUNK: usize = 1 << CHUNK_BITS;
+const MAX_CHUNKS: usize = 4096;
+/// Most slots a runtime can hold (16 Mi timers).
+pub const MAX_TIMERS: u32 = (CHUNK * MAX_CHUNKS) as u32;
+
+/// Every generation of every runtime in the process is unique, so a handle from another
+/// runtime can never match a slot here by accident.
+static NEXT_GENERATION: AtomicU64 = AtomicU64::new(1);
+
+pub(crate) fn next_generation() -> u64 {
+    NEXT_GENERATION.fetch_add(1, Ordering::Relaxed)
+}
+
+/// The word value of a generation that may start callbacks.
+pub fn live_value(generation: u64) -> u64 {
+    generation << 1
+}
+
+pub(crate) struct Slot<P> {
+    pub word: AtomicU64,
+    /// Sequence number of the record awaiting completion (0: none). A host claims it with
+    /// a compare-and-swap, so a token completes at most once.
+    pub inflight: AtomicU32,
+    /// The current generation, for lookups by id (integer handles of the C ABI).
+    pub cell: Mutex<Option<Arc<TimerCell<P>>>>,
+}
+
+impl<P> Default for Slot<P> {
+    fn default() -> Self {
+        Self {
+            word: AtomicU64::new(1),
+            inflight: AtomicU32::new(0),
+            cell: Mutex::new(None),
+        }
+    }
+}
+
+pub(crate) struct SlotTable<P> {
+    chunks: Box<[OnceCell<Box<[Slot<P>]>>]>,
+    next_fresh: AtomicU32,
+    free_tx: Sender<u32>,
+    free_rx: Receiver<u32>,
+}
+
+impl<P> SlotTable<P> {
+    pub fn new() -> Self {
+        let (free_tx, free_rx) = crossbeam_channel::unbounded();
+        Self {
+            chunks: (0..MAX_CHUNKS).map(|_| OnceCell::new()).collect(),
+            next_fresh: AtomicU32::new(0),
+            free_tx,
+            free_rx,
+        }
+    }
+
+    /// Takes a free slot: a released one if any, else a fresh one. Lock-free.
+    pub fn allocate(&self) -> Result<u32> {
+        if let Ok(i) = self.free_rx.try_recv() {
+            return Ok(i);
+        }
+        let i = self.next_fresh.fetch_add(1, Ordering::Relaxed);
+        if i >= MAX_TIMERS {
+            self.next_fresh.store(MAX_TIMERS, Ordering::Relaxed);
+            return Err(Error::CapacityExhausted(MAX_TIMERS));
+        }
+        self.chunks[(i >> CHUNK_BITS) as usize]
+            .get_or_init(|| (0..CHUNK).map(|_| Slot::default()).collect());
+        Ok(i)
+    }
+
+    pub fn release(&self, index: u32) {
+        // The receiver lives as long as the table, so this cannot fail.
+        let _ = self.free_tx.send(index);
+    }
+
+    pub fn get(&self, index: u32) -> Option<&Slot<P>> {
+        let chunk = self.chunks.get((index >> CHUNK_BITS) as usize)?.get()?;
+        chunk.get(index as usize & (CHUNK - 1))
+    }
+
+    /// Slots ever handed out (the scheduler sizes its own per-slot state by this).
+    pub fn high_water(&self) -> u32 {
+        self.next_fresh.load(Ordering::Relaxed).min(MAX_TIMERS)
+    }
+}

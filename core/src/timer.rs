@@ -1,0 +1,300 @@
+//! Timers: what a host registers (spec), what a generation is (cell), and the handle the
+//! host keeps to cancel it.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+use crate::cancel::{EndCell, EndResult, Notice};
+use crate::clock::{duration_to_nanos, Nanos};
+use crate::error::{Error, Result};
+use crate::owner::OwnerShared;
+use crate::policy::{normalize_max_catch_up, OverrunPolicy};
+use crate::runtime::Shared;
+
+/// The host's key of a timer, unique per owner.
+pub type TimerKey = u64;
+
+/// Names one generation of one timer: its slot in the runtime's table and the generation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TimerId {
+    pub slot: u32,
+    pub generation: u64,
+}
+
+/// Cleans up the host's user data when a generation ends. It may fail; the failure becomes
+/// the generation's terminal result (SPEC T2).
+pub type ReleaseHook = Box<dyn FnOnce() -> std::result::Result<(), String> + Send>;
+
+/// What to register: a repeating timer (`every`) or a one-shot (`after`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimerSpec {
+    /// `None` for a one-shot timer.
+    pub period: Option<Duration>,
+    /// Delay from registration to the first nominal due time. Default: one period.
+    pub first_due: Option<Duration>,
+    pub policy: OverrunPolicy,
+    pub max_catch_up_ticks: u64,
+}
+
+impl TimerSpec {
+    /// A repeating timer with period `period`, first due one period from now.
+    pub fn every(period: Duration) -> Self {
+        Self {
+            period: Some(period),
+            first_due: None,
+            policy: OverrunPolicy::SkipLateTicks,
+            max_catch_up_ticks: 1,
+        }
+    }
+
+    /// A one-shot timer due `delay` from now.
+    pub fn after(delay: Duration) -> Self {
+        Self {
+            period: None,
+            first_due: Some(delay),
+            policy: OverrunPolicy::SkipLateTicks,
+            max_catch_up_ticks: 1,
+        }
+    }
+
+    pub fn policy(mut self, policy: OverrunPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    pub fn max_catch_up_ticks(mut self, n: u64) -> Self {
+        self.max_catch_up_ticks = n;
+        self
+    }
+
+    pub fn first_due(mut self, delay: Duration) -> Self {
+        self.first_due = Some(delay);
+        self
+    }
+
+    pub(crate) fn validate(&self) -> Result<NormalSpec> {
+        let period = match self.period {
+            Some(p) if p.is_zero() => {
+                return Err(Error::InvalidArgument(
+                    "period must be greater than zero for a repeating timer".into(),
+                ))
+            }
+            Some(p) => duration_to_nanos(p),
+            None => 0,
+        };
+        let delay = match (self.first_due, self.period) {
+            (Some(d), _) => duration_to_nanos(d),
+            (None, Some(_)) => period,
+            (None, None) => {
+                return Err(Error::InvalidArgument(
+                    "a one-shot timer needs a delay".into(),
+                ))
+            }
+        };
+        let max_catch_up = normalize_max_catch_up(self.policy, self.max_catch_up_ticks)?;
+        Ok(NormalSpec {
+            period,
+            delay,
+            policy: if period == 0 {
+                OverrunPolicy::SkipLateTicks
+            } else {
+                self.policy
+            },
+            max_catch_up,
+        })
+    }
+}
+
+/// A validated spec in nanoseconds. `period == 0` means one-shot.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct NormalSpec {
+    pub period: Nanos,
+    pub delay: Nanos,
+    pub policy: OverrunPolicy,
+    pub max_catch_up: u32,
+}
+
+/// Fixed-size statistics of one generation (SPEC T8): counters, never histories.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TimerStats {
+    pub delivered: u64,
+    pub failed: u64,
+    pub skipped_ticks: u64,
+    pub last_scheduled_index: u64,
+}
+
+/// One registered generation, shared by the scheduler, the host's handle and its records.
+pub struct TimerCell<P> {
+    pub(crate) id: TimerId,
+    pub(crate) owner: Arc<OwnerShared>,
+    pub(crate) epoch: u64,
+    pub(crate) key: TimerKey,
+    pub(crate) payload: P,
+    pub(crate) end: EndCell,
+    pub(crate) release: Mutex<Option<ReleaseHook>>,
+    pub(crate) delivered: AtomicU64,
+    pub(crate) failed: AtomicU64,
+    pub(crate) skipped: AtomicU64,
+    pub(crate) last_scheduled: AtomicU64,
+    /// The slot's liveness word (see `table`), reachable without the table.
+    pub(crate) word: *const AtomicU64,
+}
+
+// SAFETY: `word` points into a slot chunk that never moves or frees while the runtime's
+// shared state lives, and every cell holds that shared state alive through its handle or
+// the scheduler; the pointee is an atomic.
+unsafe impl<P: Send> Send for TimerCell<P> {}
+unsafe impl<P: Sync> Sync for TimerCell<P> {}
+
+impl<P> TimerCell<P> {
+    pub(crate) fn live_word(&self) -> &AtomicU64 {
+        // SAFETY: see the `Send` impl: the chunk outlives every cell of its runtime.
+        unsafe { &*self.word }
+    }
+
+    pub(crate) fn is_live(&self) -> bool {
+        self.live_word().load(std::sync::atomic::Ordering::Acquire)
+            == crate::table::live_value(self.id.generation)
+    }
+
+    pub(crate) fn stats(&self) -> TimerStats {
+        TimerStats {
+            delivered: self.delivered.load(Relaxed),
+            failed: self.failed.load(Relaxed),
+            skipped_ticks: self.skipped.load(Relaxed),
+            last_scheduled_index: self.last_scheduled.load(Relaxed),
+        }
+    }
+}
+
+/// The host's handle to one generation. Cloning is cheap; every clone cancels the same
+/// generation and sees the same terminal result.
+pub struct TimerHandle<P: Send + Sync + 'static> {
+    pub(crate) rt: Arc<Shared<P>>,
+    pub(crate) cell: Arc<TimerCell<P>>,
+}
+
+impl<P: Send + Sync + 'static> Clone for TimerHandle<P> {
+    fn clone(&self) -> Self {
+        Self {
+            rt: self.rt.clone(),
+            cell: self.cell.clone(),
+        }
+    }
+}
+
+impl<P: Send + Sync + 'static> std::fmt::Debug for TimerHandle<P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TimerHandle")
+            .field("id", &self.cell.id)
+            .field("owner", &self.cell.owner.id)
+            .field("key", &self.cell.key)
+            .finish()
+    }
+}
+
+impl<P: Send + Sync + 'static> TimerHandle<P> {
+    pub fn id(&self) -> TimerId {
+        self.cell.id
+    }
+    pub fn owner_id(&self) -> u64 {
+        self.cell.owner.id
+    }
+    pub fn key(&self) -> TimerKey {
+        self.cell.key
+    }
+    pub fn payload(&self) -> &P {
+        &self.cell.payload
+    }
+    /// True while this generation may still start callbacks.
+    pub fn is_live(&self) -> bool {
+        self.cell.is_live()
+    }
+    /// The terminal result, once there is one.
+    pub fn result(&self) -> Option<EndResult> {
+        self.cell.end.get()
+    }
+    pub fn stats(&self) -> TimerStats {
+        self.cell.stats()
+    }
+
+    /// Cancels and waits up to `timeout` (forever with `None`) for the terminal result.
+    /// From inside this timer's own callback (after [`crate::Runtime::begin`]) or on the
+    /// scheduler thread it returns `Error::WouldDeadlock` at once; the cancel still
+    /// completes when the callback ends. On timeout it returns `Error::Timeout` and the
+    /// cancel goes on.
+    pub fn cancel(&self, timeout: Option<Duration>) -> EndResult {
+        self.rt.start_cancel(&self.cell)?;
+        if let Some(r) = self.cell.end.get() {
+            return r;
+        }
+        if self.rt.waiting_would_deadlock(&self.cell) {
+            return Err(Error::WouldDeadlock);
+        }
+        let deadline = timeout.map(|t| Instant::now() + t);
+        self.cell.end.wait(deadline).unwrap_or(Err(Error::Timeout))
+    }
+
+    /// Cancels without waiting; the ticket yields the terminal result (also as a future).
+    pub fn cancel_nowait(&self) -> Result<CancelTicket<P>> {
+        self.rt.start_cancel(&self.cell)?;
+        Ok(CancelTicket {
+            cell: self.cell.clone(),
+        })
+    }
+
+    /// Cancels without waiting and delivers the terminal result as a
+    /// [`crate::Record::CancelDone`] carrying `tag` in a later batch. Returns the result
+    /// directly instead when it is already known.
+    pub fn cancel_with_notice(&self, tag: u64) -> Result<Option<EndResult>> {
+        self.rt.start_cancel(&self.cell)?;
+        match self.cell.end.notice(tag) {
+            Notice::Queued => Ok(None),
+            Notice::AlreadyDone(r) => Ok(Some(r)),
+        }
+    }
+
+    /// Runs `f` with the terminal result: now if known, else on the scheduler thread when
+    /// it is published (keep `f` short and non-blocking).
+    pub fn on_end(&self, f: impl FnOnce(&EndResult) + Send + 'static) {
+        self.cell.end.subscribe(Box::new(f));
+    }
+}
+
+/// A pending cancel result.
+pub struct CancelTicket<P> {
+    cell: Arc<TimerCell<P>>,
+}
+
+impl<P> CancelTicket<P> {
+    pub fn try_result(&self) -> Option<EndResult> {
+        self.cell.end.get()
+    }
+
+    /// Waits up to `timeout` (forever with `None`); `Error::Timeout` if it did not end.
+    pub fn wait(&self, timeout: Option<Duration>) -> EndResult {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        self.cell.end.wait(deadline).unwrap_or(Err(Error::Timeout))
+    }
+}
+
+impl<P> Future for CancelTicket<P> {
+    type Output = EndResult;
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<EndResult> {
+        if let Some(r) = self.cell.end.get() {
+            return Poll::Ready(r);
+        }
+        let waker = cx.waker().clone();
+        self.cell.end.subscribe(Box::new(move |_| waker.wake()));
+        match self.cell.end.get() {
+            Some(r) => Poll::Ready(r),
+            None => Poll::Pending,
+        }
+    }
+}
