@@ -1,0 +1,39 @@
+# spot-timer: the whole set-up is `make demo` and `make test`.
+# Each language area adds its targets in mk/<area>.mk:
+#   TEST_TARGETS += test-<area>     (run by `make test`)
+#   DEMO_TARGETS += demo-<area>     (run by `make demo`)
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+CARGO ?= cargo
+ROOT := $(abspath .)
+BUILD := $(ROOT)/build
+
+TEST_TARGETS :=
+DEMO_TARGETS :=
+BENCH_TARGETS :=
+
+include $(sort $(wildcard mk/*.mk))
+
+.PHONY: help demo test lint test-rust demo-rust bench-rust
+help:
+	@echo "make demo   - run the main job: 10,000 owners x 2 timers on one scheduler thread"
+	@echo "make test   - every test of every language (installs what it needs)"
+	@echo "make bench  - benchmark suite (QUICK=1 for a short run)"
+
+demo: demo-rust $(DEMO_TARGETS)
+
+test: lint test-rust $(TEST_TARGETS)
+	@echo "make test: all suites passed"
+
+lint:
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+test-rust:
+	$(CARGO) test --workspace --release
+
+demo-rust:
+	$(CARGO) run --release -p spot-timer-core --example demo
+
+bench-rust:
+	$(CARGO) bench -p spot-timer-core

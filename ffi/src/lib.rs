@@ -1,0 +1,1 @@
+//! C ABI of spot-timer (work in progress).
