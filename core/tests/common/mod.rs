@@ -1,0 +1,86 @@
+//! A deterministic host for contract tests: a runtime on a manual clock, drained with
+//! `exchange(timeout = 0)`.
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use spot_timer_core::*;
+
+pub const MS: Duration = Duration::from_millis(1);
+
+pub fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+pub struct Host {
+    pub rt: Runtime<u32>,
+    pub clock: ManualClock,
+}
+
+impl Host {
+    pub fn new() -> Self {
+        let (rt, clock) = Runtime::manual().expect("runtime");
+        Self { rt, clock }
+    }
+
+    pub fn owner(&self, id: u64) -> Owner<u32> {
+        self.rt
+            .acquire_owner(id, OwnerOptions::default())
+            .expect("owner")
+    }
+
+    pub fn owner_with(&self, id: u64, options: OwnerOptions) -> Owner<u32> {
+        self.rt.acquire_owner(id, options).expect("owner")
+    }
+
+    pub fn advance(&self, by: Duration) {
+        self.rt.advance(by).expect("advance");
+    }
+
+    /// Submits `done` and returns the tick records that are ready now.
+    pub fn exchange(&self, done: &[Completion]) -> Vec<TickRecord<u32>> {
+        let mut out = Vec::new();
+        self.rt
+            .exchange(done, &mut out, 1 << 20, Some(Duration::ZERO))
+            .expect("exchange");
+        out.into_iter()
+            .filter_map(|r| match r {
+                Record::Tick(t) => Some(t),
+                Record::CancelDone(_) => None,
+            })
+            .collect()
+    }
+
+    pub fn poll(&self) -> Vec<TickRecord<u32>> {
+        self.exchange(&[])
+    }
+
+    /// Completes `rec` with `outcome` and returns what became ready.
+    pub fn finish(&self, rec: &TickRecord<u32>, outcome: Outcome) -> Vec<TickRecord<u32>> {
+        self.exchange(&[rec.complete(outcome)])
+    }
+
+    /// Runs every ready record to completion (Ok) until none is ready; returns the ticks.
+    pub fn run_ready(&self) -> Vec<Tick> {
+        let mut ticks = Vec::new();
+        let mut ready = self.poll();
+        while !ready.is_empty() {
+            let mut done = Vec::new();
+            for r in &ready {
+                assert!(self.rt.begin(r), "fresh record must be startable");
+                ticks.push(r.tick());
+                done.push(r.complete(Outcome::Ok));
+            }
+            ready = self.exchange(&done);
+        }
+        ticks
+    }
+}
+
+pub fn tick(delivery_index: u64, scheduled_index: u64, skipped_ticks: u64) -> Tick {
+    Tick {
+        delivery_index,
+        scheduled_index,
+        skipped_ticks,
+    }
+}
