@@ -30,17 +30,13 @@ where
 }
 
 /// Where a runtime delivers its batches.
+#[derive(Default)]
 pub enum Sink<P> {
     /// Records wait in a ready queue for [`crate::Runtime::exchange`].
+    #[default]
     Exchange,
     /// Records go to a callback on the scheduler thread, one call per batch.
     Callback(Box<dyn BatchHandler<P>>),
-}
-
-impl<P> Default for Sink<P> {
-    fn default() -> Self {
-        Sink::Exchange
-    }
 }
 
 pub(crate) struct ReadyQueue<P> {

@@ -213,6 +213,8 @@ impl OwnerShared {
 pub(crate) fn lease_deadline(now: Nanos, lease: Option<Duration>) -> Nanos {
     match lease {
         None => NO_DEADLINE,
-        Some(d) => now.saturating_add(duration_to_nanos(d)).min(NO_DEADLINE - 1),
+        Some(d) => now
+            .saturating_add(duration_to_nanos(d))
+            .min(NO_DEADLINE - 1),
     }
 }

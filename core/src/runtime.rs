@@ -206,7 +206,9 @@ impl<P: Send + Sync + 'static> Runtime<P> {
     pub fn acquire_owner(&self, id: OwnerId, options: OwnerOptions) -> Result<Owner<P>> {
         self.check_open()?;
         if options.lease.is_some_and(|l| l.is_zero()) {
-            return Err(Error::InvalidArgument("lease must be greater than zero".into()));
+            return Err(Error::InvalidArgument(
+                "lease must be greater than zero".into(),
+            ));
         }
         let owner = {
             let mut owners = self.shared.owners.write();
@@ -388,7 +390,11 @@ impl<P: Send + Sync + 'static> Runtime<P> {
             return false;
         }
         CURRENT_CALLBACK.with(|c| {
-            c.set((self.shared.id, record.timer.id.slot, record.timer.id.generation))
+            c.set((
+                self.shared.id,
+                record.timer.id.slot,
+                record.timer.id.generation,
+            ))
         });
         true
     }
@@ -504,7 +510,9 @@ impl<P: Send + Sync + 'static> Owner<P> {
     /// Extends the lease to `now + lease` (`None`: no deadline). Fails once it expired.
     pub fn renew(&self, lease: Option<Duration>) -> Result<()> {
         if lease.is_some_and(|l| l.is_zero()) {
-            return Err(Error::InvalidArgument("lease must be greater than zero".into()));
+            return Err(Error::InvalidArgument(
+                "lease must be greater than zero".into(),
+            ));
         }
         self.shared.renew(self.epoch, self.rt.now(), lease)?;
         self.rt.send(Command::OwnerChanged(self.shared.clone()))
@@ -515,7 +523,12 @@ impl<P: Send + Sync + 'static> Owner<P> {
         if self
             .shared
             .epoch
-            .compare_exchange(self.epoch, self.epoch + 1, Ordering::AcqRel, Ordering::Acquire)
+            .compare_exchange(
+                self.epoch,
+                self.epoch + 1,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
             .is_err()
         {
             return Err(Error::Revoked);
@@ -575,7 +588,8 @@ impl<P: Send + Sync + 'static> Owner<P> {
         });
         drop(keys);
         if let Err(e) = sent {
-            slot.word.store(live_value(generation) | 1, Ordering::Release);
+            slot.word
+                .store(live_value(generation) | 1, Ordering::Release);
             return Err(e);
         }
         Counters::add(&rt.counters.registered, 1);

@@ -22,7 +22,9 @@ use crate::queue::{DeadlineHeap, Entry, OWNER_BIT};
 use crate::runtime::{end_reason_for, mark_scheduler_thread, Shared};
 use crate::stats::Counters;
 use crate::table::live_value;
-use crate::tick::{make_token, split_token, CancelNotice, Completion, Outcome, Record, Tick, TickRecord};
+use crate::tick::{
+    make_token, split_token, CancelNotice, Completion, Outcome, Record, Tick, TickRecord,
+};
 use crate::timer::{NormalSpec, TimerCell};
 
 /// Most commands handled before the queue is looked at again, so a flood of commands
@@ -404,21 +406,27 @@ impl<P: Send + Sync + 'static> Scheduler<P> {
     }
 
     fn owner_state(&mut self, owner: &Arc<OwnerShared>) -> &mut OwnerState {
-        self.owners.entry(owner.index).or_insert_with(|| OwnerState {
-            shared: owner.clone(),
-            lease_seq: 0,
-            gate_waiters: VecDeque::new(),
-        })
+        self.owners
+            .entry(owner.index)
+            .or_insert_with(|| OwnerState {
+                shared: owner.clone(),
+                lease_seq: 0,
+                gate_waiters: VecDeque::new(),
+            })
     }
 
     /// Offers the owner's gate to the timers waiting for it, oldest first.
     fn serve_gate(&mut self, owner_index: u32, now: Nanos) {
         loop {
-            let Some(o) = self.owners.get_mut(&owner_index) else { return };
+            let Some(o) = self.owners.get_mut(&owner_index) else {
+                return;
+            };
             if !o.shared.gate.is_free() {
                 return;
             }
-            let Some(slot) = o.gate_waiters.pop_front() else { return };
+            let Some(slot) = o.gate_waiters.pop_front() else {
+                return;
+            };
             let st = &mut self.timers[slot as usize];
             if !st.waiting_gate {
                 continue;
@@ -490,7 +498,11 @@ impl<P: Send + Sync + 'static> Scheduler<P> {
             } else if st.spec.policy == OverrunPolicy::DelayNextTick {
                 Some(now.saturating_add(st.spec.period))
             } else {
-                Some(due_of(st.t0, st.spec.period, newest_due(st.t0, st.spec.period, now) + 1))
+                Some(due_of(
+                    st.t0,
+                    st.spec.period,
+                    newest_due(st.t0, st.spec.period, now) + 1,
+                ))
             };
             if let Some(t) = retry_at {
                 self.arm(slot, t);
@@ -509,12 +521,9 @@ impl<P: Send + Sync + 'static> Scheduler<P> {
         self.disarm(slot);
         self.timers[slot as usize].waiting_gate = false;
         let live = live_value(cell.id.generation);
-        let _ = cell.live_word().compare_exchange(
-            live,
-            live | 1,
-            Ordering::AcqRel,
-            Ordering::Acquire,
-        );
+        let _ =
+            cell.live_word()
+                .compare_exchange(live, live | 1, Ordering::AcqRel, Ordering::Acquire);
         let running = self.timers[slot as usize]
             .in_flight
             .as_ref()
@@ -531,8 +540,12 @@ impl<P: Send + Sync + 'static> Scheduler<P> {
         if st.cell.is_some() || st.in_flight.is_some() {
             return;
         }
-        let Some(s) = self.shared.slots.get(slot) else { return };
-        let Some(cell) = s.cell.lock().clone() else { return };
+        let Some(s) = self.shared.slots.get(slot) else {
+            return;
+        };
+        let Some(cell) = s.cell.lock().clone() else {
+            return;
+        };
         let mut keys = cell.owner.keys.lock();
         let word = s.word.load(Ordering::Acquire);
         if word >> 1 != cell.id.generation || keys.get(&cell.key) != Some(&slot) {
@@ -602,7 +615,9 @@ impl<P: Send + Sync + 'static> Scheduler<P> {
 
     fn lease_due(&mut self, e: Entry, now: Nanos) {
         let index = e.target & !OWNER_BIT;
-        let Some(o) = self.owners.get(&index) else { return };
+        let Some(o) = self.owners.get(&index) else {
+            return;
+        };
         if o.lease_seq != e.seq {
             return;
         }
@@ -619,7 +634,11 @@ impl<P: Send + Sync + 'static> Scheduler<P> {
         if owner.expire_if_due(now) {
             let slots: Vec<u32> = owner.keys.lock().values().copied().collect();
             for slot in slots {
-                if self.timers.get(slot as usize).is_some_and(|s| s.cell.is_some()) {
+                if self
+                    .timers
+                    .get(slot as usize)
+                    .is_some_and(|s| s.cell.is_some())
+                {
                     self.end_generation(slot, EndReason::LeaseExpired);
                 }
             }
@@ -690,7 +709,9 @@ impl<P: Send + Sync + 'static> Scheduler<P> {
             }
         }
         self.batch.clear();
-        self.shared.scheduler_running.store(false, Ordering::Release);
+        self.shared
+            .scheduler_running
+            .store(false, Ordering::Release);
         self.shared.ready.wake_all();
         for s in self.syncs.drain(..) {
             let _ = s.send(());
@@ -708,7 +729,8 @@ fn commit<P>(cell: &TimerCell<P>, tick: Tick, outcome: Outcome, counters: &crate
     cell.delivered.store(tick.delivery_index, Ordering::Relaxed);
     cell.last_scheduled
         .store(tick.scheduled_index, Ordering::Relaxed);
-    cell.skipped.fetch_add(tick.skipped_ticks, Ordering::Relaxed);
+    cell.skipped
+        .fetch_add(tick.skipped_ticks, Ordering::Relaxed);
     Counters::add(&counters.ticks_skipped, tick.skipped_ticks);
     if outcome == Outcome::Failed {
         cell.failed.fetch_add(1, Ordering::Relaxed);

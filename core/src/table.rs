@@ -55,8 +55,11 @@ impl<P> Default for Slot<P> {
     }
 }
 
+/// A chunk of slots, allocated on first use and never moved.
+type Chunk<P> = OnceCell<Box<[Slot<P>]>>;
+
 pub(crate) struct SlotTable<P> {
-    chunks: Box<[OnceCell<Box<[Slot<P>]>>]>,
+    chunks: Box<[Chunk<P>]>,
     next_fresh: AtomicU32,
     free_tx: Sender<u32>,
     free_rx: Receiver<u32>,

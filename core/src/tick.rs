@@ -105,7 +105,10 @@ impl<P> TickRecord<P> {
     /// generation may start callbacks. A host that cannot call back cheaply (a managed
     /// runtime) re-checks T1 by reading the word right before starting the handler.
     pub fn live_word(&self) -> (&AtomicU64, u64) {
-        (self.timer.live_word(), crate::table::live_value(self.timer.id.generation))
+        (
+            self.timer.live_word(),
+            crate::table::live_value(self.timer.id.generation),
+        )
     }
 }
 

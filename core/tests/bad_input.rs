@@ -15,7 +15,10 @@ fn zero_period_is_rejected() {
     let err = o
         .register(1, TimerSpec::every(Duration::ZERO), 0, None)
         .unwrap_err();
-    assert!(matches!(err, Error::InvalidArgument(ref m) if m.contains("period")), "{err}");
+    assert!(
+        matches!(err, Error::InvalidArgument(ref m) if m.contains("period")),
+        "{err}"
+    );
 }
 
 #[test]
@@ -96,7 +99,10 @@ fn stale_and_unknown_timer_handles_are_reported() {
         slot: id.slot,
         generation: id.generation + 1000,
     };
-    assert_eq!(h.rt.timer(wrong_generation).unwrap_err(), Error::StaleHandle);
+    assert_eq!(
+        h.rt.timer(wrong_generation).unwrap_err(),
+        Error::StaleHandle
+    );
     assert_eq!(t.cancel(Some(ms(100))), Ok(EndReason::Cancelled));
     h.rt.sync().unwrap();
     assert_eq!(h.rt.timer(id).unwrap_err(), Error::StaleHandle);
@@ -117,7 +123,9 @@ fn zero_capacity_poll_is_rejected_without_losing_records() {
     let _t = o.register(1, TimerSpec::every(ms(10)), 0, None).unwrap();
     h.advance(ms(10));
     let mut out = Vec::new();
-    let err = h.rt.exchange(&[], &mut out, 0, Some(Duration::ZERO)).unwrap_err();
+    let err =
+        h.rt.exchange(&[], &mut out, 0, Some(Duration::ZERO))
+            .unwrap_err();
     assert!(matches!(err, Error::InvalidArgument(ref m) if m.contains("capacity")));
     assert_eq!(h.poll().len(), 1, "the admitted tick is still there");
 }
@@ -131,9 +139,13 @@ fn bad_completion_token_rejects_the_call_and_applies_nothing() {
     let rec = h.poll().pop().unwrap();
     let mut out = Vec::new();
     let bogus = Completion::new(0xdead_beef, Outcome::Ok);
-    let err = h
-        .rt
-        .exchange(&[rec.complete(Outcome::Ok), bogus], &mut out, 8, Some(Duration::ZERO))
+    let err =
+        h.rt.exchange(
+            &[rec.complete(Outcome::Ok), bogus],
+            &mut out,
+            8,
+            Some(Duration::ZERO),
+        )
         .unwrap_err();
     assert_eq!(err, Error::InvalidCompletion(0xdead_beef));
     // The valid completion was not applied: it can still be submitted, exactly once.
@@ -155,7 +167,8 @@ fn advance_needs_a_manual_clock_and_use_after_close_is_reported() {
     assert_eq!(t.result(), Some(Ok(EndReason::RuntimeClosed)));
     assert_eq!(t.cancel(None), Ok(EndReason::RuntimeClosed));
     assert_eq!(
-        o.register(2, TimerSpec::every(ms(10)), (), None).unwrap_err(),
+        o.register(2, TimerSpec::every(ms(10)), (), None)
+            .unwrap_err(),
         Error::Closed
     );
     let mut out = Vec::new();
@@ -176,7 +189,13 @@ fn one_shot_needs_a_delay_and_zero_lease_renewal_is_rejected() {
         policy: OverrunPolicy::SkipLateTicks,
         max_catch_up_ticks: 1,
     };
-    assert!(matches!(o.register(1, spec, 0, None), Err(Error::InvalidArgument(_))));
-    assert!(matches!(o.renew(Some(Duration::ZERO)), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        o.register(1, spec, 0, None),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        o.renew(Some(Duration::ZERO)),
+        Err(Error::InvalidArgument(_))
+    ));
     assert!(matches!(o.leave_gate(), Err(Error::InvalidArgument(_))));
 }

@@ -22,7 +22,10 @@ fn contract_01_reregistered_key_never_runs_pending_ticks_of_old_generation() {
     let new = o.register(7, TimerSpec::every(ms(10)), 2, None).unwrap();
     assert_ne!(new.id().generation, old.id().generation);
     assert!(new.id().generation > old.id().generation);
-    assert!(h.poll().is_empty(), "old generation's queued tick must not be handed out");
+    assert!(
+        h.poll().is_empty(),
+        "old generation's queued tick must not be handed out"
+    );
 
     // (b) A tick of the new generation already handed to the host, then re-registered.
     h.advance(ms(10));
@@ -31,7 +34,10 @@ fn contract_01_reregistered_key_never_runs_pending_ticks_of_old_generation() {
     assert_eq!(*ready[0].payload(), 2);
     assert_eq!(ready[0].tick(), tick(1, 1, 0));
     let newer = o.register(7, TimerSpec::every(ms(10)), 3, None).unwrap();
-    assert!(!h.rt.begin(&ready[0]), "handed-out record of an old generation must not start");
+    assert!(
+        !h.rt.begin(&ready[0]),
+        "handed-out record of an old generation must not start"
+    );
     assert!(h.finish(&ready[0], Outcome::NotStarted).is_empty());
 
     // (c) Only the newest generation runs from now on, counting from 1.
@@ -72,7 +78,11 @@ fn contract_02_cancel_stops_new_starts_but_running_callback_finishes() {
 
     assert!(h.finish(&running, Outcome::Ok).is_empty());
     assert_eq!(canceller.join().unwrap(), Ok(EndReason::Cancelled));
-    assert_eq!(t.stats().delivered, 1, "the running callback counted as delivered");
+    assert_eq!(
+        t.stats().delivered,
+        1,
+        "the running callback counted as delivered"
+    );
     h.advance(ms(100));
     assert!(h.poll().is_empty());
 }
@@ -94,7 +104,9 @@ fn contract_03_concurrent_cancels_share_one_terminal_result() {
                 }
             })
         };
-        let t = o.register(1, TimerSpec::every(ms(5)), 0, Some(hook)).unwrap();
+        let t = o
+            .register(1, TimerSpec::every(ms(5)), 0, Some(hook))
+            .unwrap();
         h.advance(ms(5));
         let running = h.poll().pop().unwrap();
         assert!(h.rt.begin(&running));
@@ -110,7 +122,9 @@ fn contract_03_concurrent_cancels_share_one_terminal_result() {
                     if i % 2 == 0 {
                         t.cancel(Some(Duration::from_secs(10)))
                     } else {
-                        t.cancel_nowait().unwrap().wait(Some(Duration::from_secs(10)))
+                        t.cancel_nowait()
+                            .unwrap()
+                            .wait(Some(Duration::from_secs(10)))
                     }
                 })
             })
@@ -118,7 +132,11 @@ fn contract_03_concurrent_cancels_share_one_terminal_result() {
         barrier.wait();
         h.rt.sync().unwrap();
         std::thread::sleep(ms(20));
-        assert_eq!(released.load(Ordering::SeqCst), 0, "cleanup waits for the callback");
+        assert_eq!(
+            released.load(Ordering::SeqCst),
+            0,
+            "cleanup waits for the callback"
+        );
         assert!(cancellers.iter().all(|c| !c.is_finished()));
 
         h.finish(&running, Outcome::Ok);
@@ -129,7 +147,11 @@ fn contract_03_concurrent_cancels_share_one_terminal_result() {
             Ok(EndReason::Cancelled)
         };
         assert!(results.iter().all(|r| *r == expected), "{results:?}");
-        assert_eq!(released.load(Ordering::SeqCst), 1, "cleanup runs exactly once");
+        assert_eq!(
+            released.load(Ordering::SeqCst),
+            1,
+            "cleanup runs exactly once"
+        );
         // A later cancel sees the recorded result too.
         assert_eq!(t.cancel(Some(ms(10))), expected);
         assert_eq!(h.rt.stats().cleanup_failures, u64::from(hook_fails));
@@ -148,10 +170,17 @@ fn contract_04_slow_handler_never_overlaps_itself() {
         // The handler takes 35 ms against a 10 ms period: three more ticks come due.
         for _ in 0..7 {
             h.advance(ms(5));
-            assert!(h.poll().is_empty(), "round {round}: second callback while one runs");
+            assert!(
+                h.poll().is_empty(),
+                "round {round}: second callback while one runs"
+            );
         }
         let next = h.finish(&running[0], Outcome::Ok);
-        assert_eq!(next.len(), 1, "expirations coalesce into one pending record");
+        assert_eq!(
+            next.len(),
+            1,
+            "expirations coalesce into one pending record"
+        );
         running = next;
     }
 }
@@ -206,7 +235,10 @@ fn contract_06_scheduled_index_increases_and_bounds_delivery_index() {
     for (policy, n) in POLICIES {
         let ticks = irregular_run(policy, n);
         for w in ticks.windows(2) {
-            assert!(w[1].scheduled_index > w[0].scheduled_index, "{policy:?}: {ticks:?}");
+            assert!(
+                w[1].scheduled_index > w[0].scheduled_index,
+                "{policy:?}: {ticks:?}"
+            );
         }
         assert!(ticks.iter().all(|t| t.scheduled_index >= t.delivery_index));
         if policy != OverrunPolicy::DelayNextTick {
@@ -318,7 +350,8 @@ fn contract_11_no_start_after_lease_expiry_and_no_backlog_on_resume() {
     assert_eq!(t.cancel(Some(ms(100))), Ok(EndReason::LeaseExpired));
     assert_eq!(o.renew(Some(ms(100))), Err(Error::LeaseExpired));
     assert_eq!(
-        o.register(2, TimerSpec::every(ms(10)), 0, None).unwrap_err(),
+        o.register(2, TimerSpec::every(ms(10)), 0, None)
+            .unwrap_err(),
         Error::LeaseExpired
     );
     assert!(h.rt.stats().ticks_dropped_authority <= 1);
@@ -329,7 +362,10 @@ fn contract_11_no_start_after_lease_expiry_and_no_backlog_on_resume() {
     h.advance(ms(40));
     let rec = h.poll().pop().unwrap();
     h.advance(ms(20));
-    assert!(!h.rt.begin(&rec), "lease over: the handed-out record must not start");
+    assert!(
+        !h.rt.begin(&rec),
+        "lease over: the handed-out record must not start"
+    );
 
     // Renewal before the deadline extends the lease; a new authority re-registers.
     let o3 = h.owner_with(3, OwnerOptions::lease(ms(50)));
@@ -342,7 +378,9 @@ fn contract_11_no_start_after_lease_expiry_and_no_backlog_on_resume() {
     }
     assert_eq!(n, 10);
     let again = h.owner_with(1, OwnerOptions::lease(ms(100)));
-    let _t4 = again.register(2, TimerSpec::every(ms(10)), 0, None).unwrap();
+    let _t4 = again
+        .register(2, TimerSpec::every(ms(10)), 0, None)
+        .unwrap();
     h.advance(ms(10));
     assert_eq!(h.run_ready().len(), 1);
 }

@@ -36,7 +36,8 @@ fn contract_13_long_running_timer_statistics_do_not_grow_memory() {
     let mut run = |ticks: u64| {
         for _ in 0..ticks {
             rt.advance(Duration::from_millis(1)).unwrap();
-            rt.exchange(&done, &mut out, 16, Some(Duration::ZERO)).unwrap();
+            rt.exchange(&done, &mut out, 16, Some(Duration::ZERO))
+                .unwrap();
             done.clear();
             for r in out.drain(..) {
                 if let Record::Tick(r) = r {

@@ -19,7 +19,11 @@ fn serial_gate_runs_one_callback_per_owner_at_a_time() {
     let _b = o.register(2, TimerSpec::every(ms(10)), 2, None).unwrap();
     h.advance(ms(10));
     let first = h.poll();
-    assert_eq!(first.len(), 1, "the second timer waits for the owner's turn");
+    assert_eq!(
+        first.len(),
+        1,
+        "the second timer waits for the owner's turn"
+    );
     let second = h.finish(&first[0], Outcome::Ok);
     assert_eq!(second.len(), 1);
     assert_ne!(second[0].key(), first[0].key());
@@ -50,7 +54,10 @@ fn host_held_gate_keeps_ticks_until_released() {
     assert!(o.enter_gate(Some(ms(100))));
     assert!(!o.try_enter_gate());
     h.advance(ms(35));
-    assert!(h.poll().is_empty(), "no callback while the host holds the gate");
+    assert!(
+        h.poll().is_empty(),
+        "no callback while the host holds the gate"
+    );
     assert_eq!(t.stats().delivered, 0);
     o.leave_gate().unwrap();
     h.rt.sync().unwrap();
@@ -116,11 +123,17 @@ fn self_cancel_blocking_reports_would_deadlock_and_still_cancels() {
     h.advance(ms(10));
     let rec = h.poll().pop().unwrap();
     assert!(h.rt.begin(&rec));
-    assert_eq!(t.cancel(Some(Duration::from_secs(5))), Err(Error::WouldDeadlock));
+    assert_eq!(
+        t.cancel(Some(Duration::from_secs(5))),
+        Err(Error::WouldDeadlock)
+    );
     let ticket = t.cancel_nowait().unwrap();
     assert_eq!(ticket.try_result(), None);
     h.finish(&rec, Outcome::Ok);
-    assert_eq!(ticket.wait(Some(Duration::from_secs(5))), Ok(EndReason::Cancelled));
+    assert_eq!(
+        ticket.wait(Some(Duration::from_secs(5))),
+        Ok(EndReason::Cancelled)
+    );
 }
 
 #[test]
@@ -132,7 +145,10 @@ fn blocking_cancel_times_out_and_cancel_still_completes_later() {
     let rec = h.poll().pop().unwrap();
     assert_eq!(t.cancel(Some(ms(20))), Err(Error::Timeout));
     h.finish(&rec, Outcome::Ok);
-    assert_eq!(t.cancel(Some(Duration::from_secs(5))), Ok(EndReason::Cancelled));
+    assert_eq!(
+        t.cancel(Some(Duration::from_secs(5))),
+        Ok(EndReason::Cancelled)
+    );
 }
 
 #[test]
@@ -144,9 +160,13 @@ fn cancel_notice_arrives_as_a_record() {
     let rec = h.poll().pop().unwrap();
     assert_eq!(t.cancel_with_notice(99).unwrap(), None);
     let mut out = Vec::new();
-    h.rt
-        .exchange(&[rec.complete(Outcome::Ok)], &mut out, 8, Some(Duration::ZERO))
-        .unwrap();
+    h.rt.exchange(
+        &[rec.complete(Outcome::Ok)],
+        &mut out,
+        8,
+        Some(Duration::ZERO),
+    )
+    .unwrap();
     match out.as_slice() {
         [Record::CancelDone(n)] => {
             assert_eq!(n.tag, 99);
@@ -156,7 +176,10 @@ fn cancel_notice_arrives_as_a_record() {
         other => panic!("expected one cancel notice, got {other:?}"),
     }
     // Already terminal: the result comes back directly.
-    assert_eq!(t.cancel_with_notice(100).unwrap(), Some(Ok(EndReason::Cancelled)));
+    assert_eq!(
+        t.cancel_with_notice(100).unwrap(),
+        Some(Ok(EndReason::Cancelled))
+    );
 }
 
 #[test]
@@ -245,11 +268,16 @@ fn blocking_cancel_on_the_scheduler_thread_reports_would_deadlock() {
     .unwrap();
     let o = rt.acquire_owner(1, OwnerOptions::default()).unwrap();
     let slot = Arc::new(SelfRef(Mutex::new(None)));
-    let t = o.register(1, TimerSpec::every(ms(10)), slot.clone(), None).unwrap();
+    let t = o
+        .register(1, TimerSpec::every(ms(10)), slot.clone(), None)
+        .unwrap();
     *slot.0.lock().unwrap() = Some(t.clone());
     rt.advance(ms(10)).unwrap();
     assert_eq!(*seen.lock().unwrap(), Some(Err(Error::WouldDeadlock)));
-    assert_eq!(t.cancel(Some(Duration::from_secs(5))), Ok(EndReason::Cancelled));
+    assert_eq!(
+        t.cancel(Some(Duration::from_secs(5))),
+        Ok(EndReason::Cancelled)
+    );
     slot.0.lock().unwrap().take();
 }
 
