@@ -5,7 +5,7 @@
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -18,13 +18,26 @@ use crate::clock::{Clock, ClockKind, ManualClock};
 use crate::delivery::{ReadyQueue, Sink};
 use crate::error::{Error, Result};
 use crate::owner::{lease_deadline, GateMode, OwnerId, OwnerShared};
-use crate::scheduler::{Command, Scheduler};
+use crate::scheduler::{Command, Scheduler, AWAKE};
 use crate::stats::{Counters, Stats};
-use crate::table::{live_value, next_generation, SlotTable};
+use crate::table::{claim, live_value, next_generation, SlotTable, RECEIVED};
 use crate::tick::{split_token, Completion, Record, TickRecord};
 use crate::timer::{NormalSpec, ReleaseHook, TimerCell, TimerHandle, TimerId, TimerKey, TimerSpec};
 
 static NEXT_RUNTIME_ID: AtomicU64 = AtomicU64::new(1);
+
+/// Commands that may pile up before a sleeping scheduler is woken regardless.
+const WAKE_BATCH: u32 = 1024;
+
+/// Whether a command must wake a sleeping scheduler.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Wake {
+    Now,
+    /// Only if the scheduler sleeps past this time (a new deadline).
+    IfDueBefore(u64),
+    /// It can wait for the scheduler's next wakeup (or the batch limit).
+    Lazy,
+}
 
 thread_local! {
     /// The callback this thread is running: (runtime id, slot, generation). Set by
@@ -87,6 +100,13 @@ pub(crate) struct Shared<P> {
     pub closed: AtomicBool,
     pub scheduler_running: AtomicBool,
     pub callback_sink: bool,
+    /// The scheduler thread, for unparking it.
+    pub scheduler: once_cell::sync::OnceCell<std::thread::Thread>,
+    /// The time the sleeping scheduler wakes by itself (`u64::MAX`: never); `AWAKE`
+    /// while it runs.
+    pub sleep_until: AtomicU64,
+    /// Commands sent since the scheduler last drained its channel.
+    pub pending_commands: AtomicU32,
 }
 
 impl<P: Send + Sync + 'static> Shared<P> {
@@ -94,11 +114,40 @@ impl<P: Send + Sync + 'static> Shared<P> {
         self.clock.now()
     }
 
-    pub fn send(&self, cmd: Command<P>) -> Result<()> {
+    /// Queues a command for the scheduler and wakes it only when `wake` says the command
+    /// cannot wait for the scheduler's own next wakeup. Most registrations and
+    /// fire-and-forget cancels then cost no syscall: the scheduler drains them when it
+    /// wakes for its next deadline, or after `WAKE_BATCH` commands piled up.
+    pub fn send(&self, cmd: Command<P>, wake: Wake) -> Result<()> {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }
-        self.tx.send(cmd).map_err(|_| Error::Closed)
+        self.tx.send(cmd).map_err(|_| Error::Closed)?;
+        // Pairs with the fence in the scheduler between publishing `sleep_until` and
+        // looking at the channel: one of the two sides sees the other.
+        fence(Ordering::SeqCst);
+        let queued = self.pending_commands.fetch_add(1, Ordering::Relaxed) + 1;
+        let sleeping_until = self.sleep_until.load(Ordering::SeqCst);
+        if sleeping_until == AWAKE {
+            return Ok(());
+        }
+        let needed = match wake {
+            Wake::Now => true,
+            // On a manual clock time moves only through `advance`, which wakes it.
+            Wake::IfDueBefore(due) => self.manual.is_none() && due < sleeping_until,
+            Wake::Lazy => false,
+        };
+        if needed || queued >= WAKE_BATCH {
+            self.wake();
+        }
+        Ok(())
+    }
+
+    /// Wakes the scheduler thread (cheap when it is awake: no syscall).
+    pub fn wake(&self) {
+        if let Some(t) = self.scheduler.get() {
+            t.unpark();
+        }
     }
 
     /// Waits until the scheduler has processed every command sent before this call and
@@ -108,23 +157,26 @@ impl<P: Send + Sync + 'static> Shared<P> {
             return Err(Error::WouldDeadlock);
         }
         let (tx, rx) = crossbeam_channel::bounded(1);
-        self.send(Command::Sync(tx))?;
+        self.send(Command::Sync(tx), Wake::Now)?;
         rx.recv().map_err(|_| Error::Closed)
     }
 
     /// Moves the generation to "cancelling" (no new start from here on) and asks the
     /// scheduler to end it. Idempotent; a generation that already ended is left alone.
-    pub fn start_cancel(&self, cell: &TimerCell<P>) -> Result<()> {
+    pub fn start_cancel(&self, cell: &TimerCell<P>, wake: Wake) -> Result<()> {
         let live = live_value(cell.id.generation);
         if cell
             .live_word()
             .compare_exchange(live, live | 1, Ordering::AcqRel, Ordering::Acquire)
             .is_ok()
         {
-            match self.send(Command::Cancel {
-                slot: cell.id.slot,
-                generation: cell.id.generation,
-            }) {
+            match self.send(
+                Command::Cancel {
+                    slot: cell.id.slot,
+                    generation: cell.id.generation,
+                },
+                wake,
+            ) {
                 Ok(()) => {}
                 // Closing ends every generation; its result is (or will be) recorded.
                 Err(Error::Closed) if cell.end.get().is_some() => {}
@@ -141,7 +193,11 @@ impl<P: Send + Sync + 'static> Shared<P> {
 
     /// May this record's callback start now? (T1 generation, T2 cancel, T6 authority)
     pub fn startable(&self, rec: &TickRecord<P>) -> bool {
-        rec.timer.is_live() && rec.timer.owner.check(rec.timer.epoch, self.now()).is_ok()
+        self.startable_at(rec, self.now())
+    }
+
+    pub fn startable_at(&self, rec: &TickRecord<P>, now: u64) -> bool {
+        rec.timer.is_live() && rec.timer.owner.check(rec.timer.epoch, now).is_ok()
     }
 }
 
@@ -174,12 +230,16 @@ impl<P: Send + Sync + 'static> Runtime<P> {
             closed: AtomicBool::new(false),
             scheduler_running: AtomicBool::new(true),
             callback_sink: matches!(config.sink, Sink::Callback(_)),
+            scheduler: once_cell::sync::OnceCell::new(),
+            sleep_until: AtomicU64::new(AWAKE),
+            pending_commands: AtomicU32::new(0),
         });
         let scheduler = Scheduler::new(shared.clone(), rx, config.sink);
         let thread = std::thread::Builder::new()
             .name("spot-timer".into())
             .spawn(move || scheduler.run())
             .map_err(|e| Error::Os(e.to_string()))?;
+        let _ = shared.scheduler.set(thread.thread().clone());
         Ok(Self {
             shared,
             thread: Mutex::new(Some(thread)),
@@ -226,7 +286,8 @@ impl<P: Send + Sync + 'static> Runtime<P> {
         owner
             .lease_deadline
             .store(lease_deadline(now, options.lease), Ordering::Release);
-        self.shared.send(Command::OwnerChanged(owner.clone()))?;
+        self.shared
+            .send(Command::OwnerChanged(owner.clone()), Wake::Now)?;
         Ok(Owner {
             rt: self.shared.clone(),
             shared: owner,
@@ -316,11 +377,27 @@ impl<P: Send + Sync + 'static> Runtime<P> {
             .ready
             .wait_nonempty(deadline, || shared.closed.load(Ordering::Acquire));
         let mut n = 0;
+        let now = shared.now();
         while n < max {
             let Some(rec) = q.pop_front() else { break };
             if let Record::Tick(t) = &rec {
-                if !shared.startable(t) {
-                    stale.push(t.complete(crate::tick::Outcome::NotStarted));
+                let (slot, seq) = split_token(t.token);
+                let Some(s) = shared.slots.get(slot) else {
+                    continue;
+                };
+                if !shared.startable_at(t, now) {
+                    // Stale before it reached the host: complete it here.
+                    if claim(&s.inflight, seq) {
+                        stale.push(t.complete(crate::tick::Outcome::NotStarted));
+                    }
+                    continue;
+                }
+                // Hand it over unless the scheduler already took it back (its generation
+                // ended while it waited here).
+                if s.inflight
+                    .compare_exchange(seq, seq | RECEIVED, Ordering::AcqRel, Ordering::Acquire)
+                    .is_err()
+                {
                     continue;
                 }
             }
@@ -330,7 +407,7 @@ impl<P: Send + Sync + 'static> Runtime<P> {
         shared.ready.after_drain(&q);
         drop(q);
         if !stale.is_empty() {
-            self.submit(&stale)?;
+            self.shared.send(Command::Complete(stale), Wake::Now)?;
         }
         if n > 0 {
             Counters::add(&shared.counters.host_crossings, 1);
@@ -358,7 +435,7 @@ impl<P: Send + Sync + 'static> Runtime<P> {
                     .shared
                     .slots
                     .get(slot)
-                    .is_some_and(|s| s.inflight.load(Ordering::Acquire) == seq);
+                    .is_some_and(|s| s.inflight.load(Ordering::Acquire) == seq | RECEIVED);
             if !ok {
                 Counters::add(&self.shared.counters.invalid_completions, 1);
                 return Err(Error::InvalidCompletion(c.token));
@@ -369,17 +446,14 @@ impl<P: Send + Sync + 'static> Runtime<P> {
         for c in completions {
             let (slot, seq) = split_token(c.token);
             let s = self.shared.slots.get(slot).expect("checked above");
-            if s.inflight
-                .compare_exchange(seq, 0, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok()
-            {
+            if claim(&s.inflight, seq | RECEIVED) {
                 claimed.push(*c);
                 if current.0 == self.shared.id && current.1 == slot {
                     CURRENT_CALLBACK.with(|cc| cc.set((0, 0, 0)));
                 }
             }
         }
-        self.shared.send(Command::Complete(claimed))
+        self.shared.send(Command::Complete(claimed), Wake::Now)
     }
 
     /// Right before starting a record's handler: re-checks that its generation is current,
@@ -450,6 +524,7 @@ impl<P: Send + Sync + 'static> Runtime<P> {
             return;
         }
         let _ = self.shared.tx.send(Command::Shutdown);
+        self.shared.wake();
         self.shared.ready.wake_all();
         let handle = self.thread.lock().take();
         if let Some(h) = handle {
@@ -514,8 +589,12 @@ impl<P: Send + Sync + 'static> Owner<P> {
                 "lease must be greater than zero".into(),
             ));
         }
-        self.shared.renew(self.epoch, self.rt.now(), lease)?;
-        self.rt.send(Command::OwnerChanged(self.shared.clone()))
+        let now = self.rt.now();
+        self.shared.renew(self.epoch, now, lease)?;
+        self.rt.send(
+            Command::OwnerChanged(self.shared.clone()),
+            Wake::IfDueBefore(lease_deadline(now, lease)),
+        )
     }
 
     /// Ends this authority: its timers end with `EndReason::Revoked` and never run again.
@@ -536,7 +615,8 @@ impl<P: Send + Sync + 'static> Owner<P> {
         self.shared
             .lease_deadline
             .store(crate::owner::EXPIRED, Ordering::Release);
-        self.rt.send(Command::OwnerChanged(self.shared.clone()))
+        self.rt
+            .send(Command::OwnerChanged(self.shared.clone()), Wake::Now)
     }
 
     /// See [`Runtime::register`].
@@ -580,12 +660,15 @@ impl<P: Send + Sync + 'static> Owner<P> {
         if fresh {
             keys.insert(key, slot_index);
         }
-        let sent = rt.send(Command::Register {
-            slot: slot_index,
-            cell: cell.clone(),
-            spec,
-            at: now,
-        });
+        let sent = rt.send(
+            Command::Register {
+                slot: slot_index,
+                cell: cell.clone(),
+                spec,
+                at: now,
+            },
+            Wake::IfDueBefore(now.saturating_add(spec.delay)),
+        );
         drop(keys);
         if let Err(e) = sent {
             slot.word
@@ -618,13 +701,15 @@ impl<P: Send + Sync + 'static> Owner<P> {
                 "the owner's gate is not held by the host".into(),
             ));
         }
-        self.rt.send(Command::GateReleased(self.shared.clone()))
+        self.rt
+            .send(Command::GateReleased(self.shared.clone()), Wake::Now)
     }
 
     /// Tells the runtime the host's own gate for this owner is free again, so ticks the
     /// host completed as `Outcome::Deferred` are retried now.
     pub fn retry_deferred(&self) -> Result<()> {
-        self.rt.send(Command::GateReleased(self.shared.clone()))
+        self.rt
+            .send(Command::GateReleased(self.shared.clone()), Wake::Now)
     }
 }
 

@@ -5,12 +5,12 @@
 //! every due entry, drop what is stale, apply the gate (T9), the overrun policy (T5) and
 //! the tick info (T4), and hand the whole batch over in one step (T10).
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::Ordering;
+use std::collections::VecDeque;
+use std::sync::atomic::{fence, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError};
+use crossbeam_channel::{Receiver, Sender};
 
 use crate::cancel::{EndReason, EndResult};
 use crate::clock::Nanos;
@@ -21,7 +21,7 @@ use crate::policy::{due_of, newest_due, next_scheduled, OverrunPolicy};
 use crate::queue::{DeadlineHeap, Entry, OWNER_BIT};
 use crate::runtime::{end_reason_for, mark_scheduler_thread, Shared};
 use crate::stats::Counters;
-use crate::table::live_value;
+use crate::table::{claim, live_value, RECEIVED};
 use crate::tick::{
     make_token, split_token, CancelNotice, Completion, Outcome, Record, Tick, TickRecord,
 };
@@ -30,6 +30,12 @@ use crate::timer::{NormalSpec, TimerCell};
 /// Most commands handled before the queue is looked at again, so a flood of commands
 /// cannot starve due timers.
 const COMMANDS_PER_TURN: usize = 65_536;
+/// Default wakeup granularity of the real clock: 1 ms, as tokio's timer wheel.
+pub(crate) const DEFAULT_RESOLUTION: Nanos = 1_000_000;
+/// `Shared::sleep_until` while the scheduler is awake.
+pub(crate) const AWAKE: Nanos = 0;
+/// `Shared::sleep_until` when only a host can wake the scheduler.
+const NEVER: Nanos = u64::MAX;
 /// The queue is rebuilt when stale entries exceed half of it and this many.
 const COMPACT_MIN_STALE: usize = 1024;
 
@@ -110,22 +116,30 @@ pub(crate) struct Scheduler<P> {
     rx: Receiver<Command<P>>,
     heap: DeadlineHeap,
     timers: Vec<TimerState<P>>,
-    owners: HashMap<u32, OwnerState>,
+    /// Indexed by `OwnerShared::index` (dense).
+    owners: Vec<Option<OwnerState>>,
     stale_in_heap: usize,
     batch: Vec<Record<P>>,
     delivery: Delivery<P>,
     completions: Vec<Completion>,
     syncs: Vec<Sender<()>>,
+    /// Wakeups happen on multiples of this many nanoseconds (at least 1).
+    resolution: Nanos,
+    /// Slots whose generation ended, to return to the free list at the end of the turn.
+    releases: Vec<u32>,
+    /// Records go to a batch callback (received as soon as they are made).
+    callback: bool,
 }
 
 impl<P: Send + Sync + 'static> Scheduler<P> {
     pub fn new(shared: Arc<Shared<P>>, rx: Receiver<Command<P>>, sink: Sink<P>) -> Self {
+        let callback = matches!(sink, Sink::Callback(_));
         Self {
             shared,
             rx,
             heap: DeadlineHeap::default(),
             timers: Vec::new(),
-            owners: HashMap::new(),
+            owners: Vec::new(),
             stale_in_heap: 0,
             batch: Vec::new(),
             delivery: match sink {
@@ -134,61 +148,73 @@ impl<P: Send + Sync + 'static> Scheduler<P> {
             },
             completions: Vec::new(),
             syncs: Vec::new(),
+            resolution: DEFAULT_RESOLUTION,
+            releases: Vec::new(),
+            callback,
         }
     }
 
     pub fn run(mut self) {
         mark_scheduler_thread(self.shared.id);
+        // Deadlines are exact to the nanosecond; don't let the kernel's default 50 us
+        // timer slack add lateness to every timed sleep of this thread.
+        // SAFETY: prctl with PR_SET_TIMERSLACK takes a plain integer argument.
+        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
         let manual = self.shared.manual.is_some();
-        'outer: loop {
-            let first = if manual {
-                self.rx.recv().map_err(|_| RecvTimeoutError::Disconnected)
-            } else {
-                match self.heap.peek().map(|e| e.due) {
-                    None => self.rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
-                    Some(due) => {
-                        let now = self.shared.now();
-                        if due <= now {
-                            self.rx.try_recv().map_err(|e| match e {
-                                TryRecvError::Empty => RecvTimeoutError::Timeout,
-                                TryRecvError::Disconnected => RecvTimeoutError::Disconnected,
-                            })
-                        } else {
-                            self.rx.recv_timeout(Duration::from_nanos(due - now))
+        loop {
+            self.shared.pending_commands.store(0, Ordering::Relaxed);
+            for _ in 0..COMMANDS_PER_TURN {
+                match self.rx.try_recv() {
+                    Ok(cmd) => {
+                        if self.handle(cmd) {
+                            self.shutdown();
+                            return;
                         }
                     }
+                    Err(_) => break,
                 }
-            };
-            Counters::add(&self.shared.counters.wakeups, 1);
-            match first {
-                Ok(cmd) => {
-                    if self.handle(cmd) {
-                        break 'outer;
-                    }
-                    for _ in 0..COMMANDS_PER_TURN {
-                        match self.rx.try_recv() {
-                            Ok(cmd) => {
-                                if self.handle(cmd) {
-                                    break 'outer;
-                                }
-                            }
-                            Err(_) => break,
-                        }
-                    }
-                }
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => break,
             }
             self.fire_due(self.shared.now());
             self.flush();
+            self.flush_releases();
             self.shared
                 .queue_len
                 .store(self.heap.len() as u64, Ordering::Relaxed);
             for s in self.syncs.drain(..) {
                 let _ = s.send(());
             }
+            self.sleep(manual);
         }
-        self.shutdown();
+    }
+
+    /// Sleeps until the earliest deadline or until a host wakes it (see `Shared::send`).
+    fn sleep(&mut self, manual: bool) {
+        let wake_at = match self.heap.peek() {
+            // Waking on a resolution boundary gathers every timer due within it into
+            // one batch: one crossing into the host instead of one per distinct deadline.
+            Some(e) if !manual => e
+                .due
+                .div_ceil(self.resolution)
+                .saturating_mul(self.resolution),
+            _ => NEVER,
+        };
+        let now = self.shared.now();
+        if wake_at <= now {
+            return;
+        }
+        self.shared.sleep_until.store(wake_at, Ordering::SeqCst);
+        // Pairs with the fence in `Shared::send`: a command sent before this point is
+        // seen here; one sent after sees `sleep_until` and decides whether to wake us.
+        fence(Ordering::SeqCst);
+        if self.rx.is_empty() {
+            if wake_at == NEVER {
+                std::thread::park();
+            } else {
+                std::thread::park_timeout(Duration::from_nanos(wake_at - now));
+            }
+            Counters::add(&self.shared.counters.wakeups, 1);
+        }
+        self.shared.sleep_until.store(AWAKE, Ordering::SeqCst);
     }
 
     /// Handles one command; true on shutdown.
@@ -257,10 +283,25 @@ impl<P: Send + Sync + 'static> Scheduler<P> {
             .in_flight
             .as_ref()
             .is_some_and(|f| f.generation == cell.id.generation);
-        if running {
-            st.ending = Some((cell, reason));
-        } else {
+        if !running {
             self.finish(cell, reason);
+            return;
+        }
+        st.ending = Some((cell, reason));
+        // A record the host has not received yet will never start: take it back now, so
+        // that the end does not wait for a host that may be the one waiting for it.
+        let seq = st.in_flight.as_ref().map_or(0, |f| f.seq);
+        if self
+            .shared
+            .slots
+            .get(slot)
+            .is_some_and(|s| claim(&s.inflight, seq))
+        {
+            let now = self.shared.now();
+            self.complete(
+                Completion::new(make_token(slot, seq), Outcome::NotStarted),
+                now,
+            );
         }
     }
 
@@ -316,9 +357,8 @@ impl<P: Send + Sync + 'static> Scheduler<P> {
         let owners = &self.owners;
         self.heap.retain(|e| {
             if e.target & OWNER_BIT != 0 {
-                owners
-                    .get(&(e.target & !OWNER_BIT))
-                    .is_some_and(|o| o.lease_seq == e.seq)
+                matches!(owners.get((e.target & !OWNER_BIT) as usize),
+                    Some(Some(o)) if o.lease_seq == e.seq)
             } else {
                 let st = &timers[e.target as usize];
                 st.armed && st.arm_seq == e.seq
@@ -334,8 +374,8 @@ impl<P: Send + Sync + 'static> Scheduler<P> {
 
     /// Starts the slot's next callback if one is due and allowed, else arms or parks it.
     fn try_deliver(&mut self, slot: u32, now: Nanos) {
-        let st = &mut self.timers[slot as usize];
-        let Some(cell) = st.cell.clone() else { return };
+        let st = &self.timers[slot as usize];
+        let Some(cell) = st.cell.as_ref() else { return };
         if st.in_flight.is_some() || !cell.is_live() {
             // A completion re-evaluates; a cancel in progress ends the generation.
             return;
@@ -367,12 +407,14 @@ impl<P: Send + Sync + 'static> Scheduler<P> {
         };
         let serial = cell.owner.serial();
         if serial && !cell.owner.gate.try_take_for_timer() {
-            self.park_on_gate(slot, &cell.owner);
+            let owner = cell.owner.index;
+            self.park_on_gate(slot, owner);
             return;
         }
         self.disarm(slot);
         let st = &mut self.timers[slot as usize];
-        st.seq = st.seq.wrapping_add(1).max(1);
+        let cell = st.cell.clone().expect("checked above");
+        st.seq = (st.seq.wrapping_add(1) & !RECEIVED).max(1);
         let tick = Tick {
             delivery_index: delivered + 1,
             scheduled_index: scheduled,
@@ -386,7 +428,9 @@ impl<P: Send + Sync + 'static> Scheduler<P> {
         });
         let token = make_token(slot, st.seq);
         if let Some(s) = self.shared.slots.get(slot) {
-            s.inflight.store(st.seq, Ordering::Release);
+            // A batch callback receives the record the moment it is made.
+            let received = if self.callback { RECEIVED } else { 0 };
+            s.inflight.store(st.seq | received, Ordering::Release);
         }
         self.batch.push(Record::Tick(TickRecord {
             timer: cell,
@@ -395,30 +439,36 @@ impl<P: Send + Sync + 'static> Scheduler<P> {
         }));
     }
 
-    fn park_on_gate(&mut self, slot: u32, owner: &Arc<OwnerShared>) {
+    fn park_on_gate(&mut self, slot: u32, owner_index: u32) {
         let st = &mut self.timers[slot as usize];
         if st.waiting_gate {
             return;
         }
         st.waiting_gate = true;
         Counters::add(&self.shared.counters.gate_waits, 1);
-        self.owner_state(owner).gate_waiters.push_back(slot);
+        if let Some(Some(o)) = self.owners.get_mut(owner_index as usize) {
+            o.gate_waiters.push_back(slot);
+        }
     }
 
+    /// The scheduler's state of an owner; created by the `OwnerChanged` command that every
+    /// acquisition sends before the owner can register anything.
     fn owner_state(&mut self, owner: &Arc<OwnerShared>) -> &mut OwnerState {
-        self.owners
-            .entry(owner.index)
-            .or_insert_with(|| OwnerState {
-                shared: owner.clone(),
-                lease_seq: 0,
-                gate_waiters: VecDeque::new(),
-            })
+        let i = owner.index as usize;
+        if i >= self.owners.len() {
+            self.owners.resize_with(i + 1, || None);
+        }
+        self.owners[i].get_or_insert_with(|| OwnerState {
+            shared: owner.clone(),
+            lease_seq: 0,
+            gate_waiters: VecDeque::new(),
+        })
     }
 
     /// Offers the owner's gate to the timers waiting for it, oldest first.
     fn serve_gate(&mut self, owner_index: u32, now: Nanos) {
         loop {
-            let Some(o) = self.owners.get_mut(&owner_index) else {
+            let Some(Some(o)) = self.owners.get_mut(owner_index as usize) else {
                 return;
             };
             if !o.shared.gate.is_free() {
@@ -447,29 +497,34 @@ impl<P: Send + Sync + 'static> Scheduler<P> {
             Counters::add(&counters.invalid_completions, 1);
             return;
         };
-        let owner = st
-            .cell
+        // The running generation is the ending one if there is one, else the live one;
+        // both belong to the slot's (owner, key), so either names the owner.
+        let owner_index = st
+            .ending
             .as_ref()
-            .map(|c| c.owner.clone())
-            .or_else(|| st.ending.as_ref().map(|(c, _)| c.owner.clone()));
-        if f.holds_gate {
-            if let Some(o) = &owner {
-                o.gate.release_from_timer();
-            }
-        }
+            .map(|(c, _)| &c.owner)
+            .or(st.cell.as_ref().map(|c| &c.owner))
+            .map(|o| {
+                if f.holds_gate {
+                    o.gate.release_from_timer();
+                }
+                o.index
+            });
         let mut park_deferred = false;
         if let Some((cell, reason)) = st.ending.take() {
-            if c.outcome == Outcome::Ok || c.outcome == Outcome::Failed {
-                commit(&cell, f.tick, c.outcome, counters);
+            match c.outcome {
+                Outcome::Ok | Outcome::Failed => commit(&cell, f.tick, c.outcome, counters),
+                Outcome::NotStarted => Counters::add(&counters.not_started, 1),
+                Outcome::Deferred => Counters::add(&counters.completed_deferred, 1),
             }
             self.finish(cell, reason);
             if self.timers[slot as usize].cell.is_none() {
                 self.release_slot(slot);
             }
-        } else if let Some(cell) = st.cell.clone().filter(|c| c.id.generation == f.generation) {
+        } else if let Some(cell) = st.cell.as_ref().filter(|c| c.id.generation == f.generation) {
             match c.outcome {
                 Outcome::Ok | Outcome::Failed => {
-                    commit(&cell, f.tick, c.outcome, counters);
+                    commit(cell, f.tick, c.outcome, counters);
                     if st.spec.period == 0 {
                         self.end_generation(slot, EndReason::Completed);
                     } else if st.spec.policy == OverrunPolicy::DelayNextTick {
@@ -484,14 +539,15 @@ impl<P: Send + Sync + 'static> Scheduler<P> {
             }
         }
         if f.holds_gate {
-            if let Some(o) = &owner {
-                self.serve_gate(o.index, now);
+            if let Some(index) = owner_index {
+                self.serve_gate(index, now);
             }
         }
         if park_deferred {
             // Retry when the owner's gate is next released, or at the next nominal tick.
-            let cell = self.timers[slot as usize].cell.clone().expect("live");
-            self.park_on_gate(slot, &cell.owner);
+            if let Some(index) = owner_index {
+                self.park_on_gate(slot, index);
+            }
             let st = &self.timers[slot as usize];
             let retry_at = if st.spec.period == 0 {
                 None
@@ -534,28 +590,52 @@ impl<P: Send + Sync + 'static> Scheduler<P> {
         }
     }
 
-    /// Returns the slot to the free list unless (owner, key) was registered again.
+    /// Queues the slot for return to the free list (see `flush_releases`).
     fn release_slot(&mut self, slot: u32) {
         let st = &self.timers[slot as usize];
         if st.cell.is_some() || st.in_flight.is_some() {
             return;
         }
-        let Some(s) = self.shared.slots.get(slot) else {
-            return;
-        };
-        let Some(cell) = s.cell.lock().clone() else {
-            return;
-        };
-        let mut keys = cell.owner.keys.lock();
-        let word = s.word.load(Ordering::Acquire);
-        if word >> 1 != cell.id.generation || keys.get(&cell.key) != Some(&slot) {
-            // Re-registered meanwhile: its Register command is on the way.
+        self.releases.push(slot);
+    }
+
+    /// Returns ended slots to the free list unless (owner, key) was registered again.
+    /// Batched per turn and grouped by owner, so the owner's key map — which registering
+    /// host threads also lock — is taken once per owner per turn, not once per cancel.
+    fn flush_releases(&mut self) {
+        if self.releases.is_empty() {
             return;
         }
-        keys.remove(&cell.key);
-        *s.cell.lock() = None;
-        drop(keys);
-        self.shared.slots.release(slot);
+        let mut releases = std::mem::take(&mut self.releases);
+        let slots = &self.shared.slots;
+        let mut ended: Vec<(u32, u32, Arc<TimerCell<P>>)> = releases
+            .drain(..)
+            .filter_map(|slot| {
+                let cell = slots.get(slot)?.cell.lock().clone()?;
+                Some((cell.owner.index, slot, cell))
+            })
+            .collect();
+        ended.sort_unstable_by_key(|e| e.0);
+        for group in ended.chunk_by(|a, b| a.0 == b.0) {
+            let mut keys = group[0].2.owner.keys.lock();
+            for (_, slot, cell) in group {
+                let st = &self.timers[*slot as usize];
+                let Some(s) = slots.get(*slot) else { continue };
+                let word = s.word.load(Ordering::Acquire);
+                if st.cell.is_some()
+                    || st.in_flight.is_some()
+                    || word >> 1 != cell.id.generation
+                    || keys.get(&cell.key) != Some(slot)
+                {
+                    // Registered again meanwhile: the slot stays bound to its key.
+                    continue;
+                }
+                keys.remove(&cell.key);
+                *s.cell.lock() = None;
+                slots.release(*slot);
+            }
+        }
+        self.releases = releases;
     }
 
     /// Publishes a generation's terminal result after its cleanup.
@@ -615,7 +695,7 @@ impl<P: Send + Sync + 'static> Scheduler<P> {
 
     fn lease_due(&mut self, e: Entry, now: Nanos) {
         let index = e.target & !OWNER_BIT;
-        let Some(o) = self.owners.get(&index) else {
+        let Some(Some(o)) = self.owners.get(index as usize) else {
             return;
         };
         if o.lease_seq != e.seq {
@@ -678,11 +758,11 @@ impl<P: Send + Sync + 'static> Scheduler<P> {
                     let now = self.shared.now();
                     for comp in completions.drain(..) {
                         let (slot, seq) = split_token(comp.token);
-                        let claimed = self.shared.slots.get(slot).is_some_and(|s| {
-                            s.inflight
-                                .compare_exchange(seq, 0, Ordering::AcqRel, Ordering::Acquire)
-                                .is_ok()
-                        });
+                        let claimed = self
+                            .shared
+                            .slots
+                            .get(slot)
+                            .is_some_and(|s| claim(&s.inflight, seq | RECEIVED));
                         if claimed {
                             self.complete(comp, now);
                         } else {
@@ -729,9 +809,11 @@ fn commit<P>(cell: &TimerCell<P>, tick: Tick, outcome: Outcome, counters: &crate
     cell.delivered.store(tick.delivery_index, Ordering::Relaxed);
     cell.last_scheduled
         .store(tick.scheduled_index, Ordering::Relaxed);
-    cell.skipped
-        .fetch_add(tick.skipped_ticks, Ordering::Relaxed);
-    Counters::add(&counters.ticks_skipped, tick.skipped_ticks);
+    if tick.skipped_ticks != 0 {
+        cell.skipped
+            .fetch_add(tick.skipped_ticks, Ordering::Relaxed);
+        Counters::add(&counters.ticks_skipped, tick.skipped_ticks);
+    }
     if outcome == Outcome::Failed {
         cell.failed.fetch_add(1, Ordering::Relaxed);
         Counters::add(&counters.completed_failed, 1);

@@ -36,10 +36,22 @@ pub fn live_value(generation: u64) -> u64 {
     generation << 1
 }
 
+/// Set in `Slot::inflight` once the record has been handed to the host.
+pub(crate) const RECEIVED: u32 = 1 << 31;
+
+/// Takes the right to complete the record whose `inflight` value is `expected`. Exactly
+/// one of the host, the exchange filter and the scheduler (for a record the host never
+/// received) wins, so a record completes once.
+pub(crate) fn claim(inflight: &AtomicU32, expected: u32) -> bool {
+    inflight
+        .compare_exchange(expected, 0, Ordering::AcqRel, Ordering::Acquire)
+        .is_ok()
+}
+
 pub(crate) struct Slot<P> {
     pub word: AtomicU64,
-    /// Sequence number of the record awaiting completion (0: none). A host claims it with
-    /// a compare-and-swap, so a token completes at most once.
+    /// Sequence number (31 bits) of the record awaiting completion, 0 when none, with
+    /// `RECEIVED` set once the host has it.
     pub inflight: AtomicU32,
     /// The current generation, for lookups by id (integer handles of the C ABI).
     pub cell: Mutex<Option<Arc<TimerCell<P>>>>,

@@ -70,10 +70,22 @@ pub(crate) fn split_token(token: u64) -> (u32, u32) {
 }
 
 /// One callback start handed to the host.
+///
+/// Clones share the timer; completing any of them completes the record.
 pub struct TickRecord<P> {
     pub(crate) timer: Arc<TimerCell<P>>,
     pub(crate) tick: Tick,
     pub(crate) token: u64,
+}
+
+impl<P> Clone for TickRecord<P> {
+    fn clone(&self) -> Self {
+        Self {
+            timer: self.timer.clone(),
+            tick: self.tick,
+            token: self.token,
+        }
+    }
 }
 
 impl<P> TickRecord<P> {

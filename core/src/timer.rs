@@ -15,7 +15,7 @@ use crate::clock::{duration_to_nanos, Nanos};
 use crate::error::{Error, Result};
 use crate::owner::OwnerShared;
 use crate::policy::{normalize_max_catch_up, OverrunPolicy};
-use crate::runtime::Shared;
+use crate::runtime::{Shared, Wake};
 
 /// The host's key of a timer, unique per owner.
 pub type TimerKey = u64;
@@ -230,7 +230,7 @@ impl<P: Send + Sync + 'static> TimerHandle<P> {
     /// completes when the callback ends. On timeout it returns `Error::Timeout` and the
     /// cancel goes on.
     pub fn cancel(&self, timeout: Option<Duration>) -> EndResult {
-        self.rt.start_cancel(&self.cell)?;
+        self.rt.start_cancel(&self.cell, Wake::Now)?;
         if let Some(r) = self.cell.end.get() {
             return r;
         }
@@ -242,9 +242,12 @@ impl<P: Send + Sync + 'static> TimerHandle<P> {
     }
 
     /// Cancels without waiting; the ticket yields the terminal result (also as a future).
+    /// The scheduler picks the cancel up at its next wakeup (or at once when the ticket
+    /// is waited on), so fire-and-forget cancels cost no syscall.
     pub fn cancel_nowait(&self) -> Result<CancelTicket<P>> {
-        self.rt.start_cancel(&self.cell)?;
+        self.rt.start_cancel(&self.cell, Wake::Lazy)?;
         Ok(CancelTicket {
+            rt: self.rt.clone(),
             cell: self.cell.clone(),
         })
     }
@@ -253,7 +256,7 @@ impl<P: Send + Sync + 'static> TimerHandle<P> {
     /// [`crate::Record::CancelDone`] carrying `tag` in a later batch. Returns the result
     /// directly instead when it is already known.
     pub fn cancel_with_notice(&self, tag: u64) -> Result<Option<EndResult>> {
-        self.rt.start_cancel(&self.cell)?;
+        self.rt.start_cancel(&self.cell, Wake::Now)?;
         match self.cell.end.notice(tag) {
             Notice::Queued => Ok(None),
             Notice::AlreadyDone(r) => Ok(Some(r)),
@@ -264,27 +267,33 @@ impl<P: Send + Sync + 'static> TimerHandle<P> {
     /// it is published (keep `f` short and non-blocking).
     pub fn on_end(&self, f: impl FnOnce(&EndResult) + Send + 'static) {
         self.cell.end.subscribe(Box::new(f));
+        self.rt.wake();
     }
 }
 
 /// A pending cancel result.
-pub struct CancelTicket<P> {
+pub struct CancelTicket<P: Send + Sync + 'static> {
+    rt: Arc<Shared<P>>,
     cell: Arc<TimerCell<P>>,
 }
 
-impl<P> CancelTicket<P> {
+impl<P: Send + Sync + 'static> CancelTicket<P> {
     pub fn try_result(&self) -> Option<EndResult> {
         self.cell.end.get()
     }
 
     /// Waits up to `timeout` (forever with `None`); `Error::Timeout` if it did not end.
     pub fn wait(&self, timeout: Option<Duration>) -> EndResult {
+        if let Some(r) = self.cell.end.get() {
+            return r;
+        }
+        self.rt.wake();
         let deadline = timeout.map(|t| Instant::now() + t);
         self.cell.end.wait(deadline).unwrap_or(Err(Error::Timeout))
     }
 }
 
-impl<P> Future for CancelTicket<P> {
+impl<P: Send + Sync + 'static> Future for CancelTicket<P> {
     type Output = EndResult;
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<EndResult> {
         if let Some(r) = self.cell.end.get() {
@@ -292,6 +301,7 @@ impl<P> Future for CancelTicket<P> {
         }
         let waker = cx.waker().clone();
         self.cell.end.subscribe(Box::new(move |_| waker.wake()));
+        self.rt.wake();
         match self.cell.end.get() {
             Some(r) => Poll::Ready(r),
             None => Poll::Pending,

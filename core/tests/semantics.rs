@@ -346,3 +346,35 @@ fn real_clock_delivers_in_batches_from_one_thread() {
     // Timers sharing a period arrive together: far fewer crossings than records.
     assert!(s.host_crossings * 20 < s.records_received, "{s:?}");
 }
+
+#[test]
+fn blocking_cancel_does_not_wait_for_a_record_the_host_never_received() {
+    let h = Host::new();
+    let o = h.owner(1);
+    let t = o.register(1, TimerSpec::every(ms(10)), 0, None).unwrap();
+    h.advance(ms(10));
+    assert_eq!(h.rt.pending_records(), 1);
+    // The only host thread cancels before draining: the queued record is taken back.
+    assert_eq!(
+        t.cancel(Some(Duration::from_secs(5))),
+        Ok(EndReason::Cancelled)
+    );
+    assert!(h.poll().is_empty());
+    assert_eq!(h.rt.stats().not_started, 1);
+    assert_eq!(t.stats().delivered, 0);
+}
+
+#[test]
+fn lease_expiry_takes_back_records_waiting_in_the_ready_queue() {
+    let h = Host::new();
+    let o = h.owner_with(1, OwnerOptions::lease(ms(15)));
+    let t = o.register(1, TimerSpec::every(ms(10)), 0, None).unwrap();
+    h.advance(ms(10));
+    assert_eq!(h.rt.pending_records(), 1);
+    h.advance(ms(10)); // lease over at 15: the undelivered record must not run
+    assert_eq!(
+        t.cancel(Some(Duration::from_secs(5))),
+        Ok(EndReason::LeaseExpired)
+    );
+    assert!(h.poll().is_empty());
+}
