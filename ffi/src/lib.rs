@@ -1,1 +1,29 @@
-//! C ABI of spot-timer (work in progress).
+//! # spot-timer C ABI
+//!
+//! A thin, stable C layer over `spot-timer-core` (library `libspot_timer`, header
+//! `include/spot_timer.h`, generated from this crate by cbindgen). No timer logic lives
+//! here: every export decodes its arguments, calls the core and encodes the result.
+//!
+//! One concept per module: [`boundary`] (panic boundary, last error, pointer checks),
+//! [`status`] (status codes), [`handles`] (generation-tagged runtime handles), [`types`]
+//! (`#[repr(C)]` structs and enum values), [`runtime`], [`owner`], [`timer`] and
+//! [`delivery`] (the exports).
+#![allow(non_camel_case_types)]
+#![allow(clippy::missing_safety_doc)] // every export documents its contract in the header
+
+pub mod boundary;
+pub mod delivery;
+pub mod handles;
+pub mod owner;
+pub mod runtime;
+pub mod status;
+pub mod timer;
+pub mod types;
+
+pub use boundary::spot_last_error;
+pub use delivery::*;
+pub use owner::*;
+pub use runtime::*;
+pub use status::*;
+pub use timer::*;
+pub use types::*;

@@ -1,0 +1,109 @@
+//! Status codes: the one integer every fallible function returns, and the mapping from
+//! the core's error type to it.
+
+use std::ffi::c_char;
+
+use spot_timer_core::Error;
+
+/// Status code returned by every fallible `spot_*` function (`int32_t`). 0 is success.
+pub type spot_status = i32;
+
+/// Success.
+pub const SPOT_OK: spot_status = 0;
+/// A required pointer argument was NULL (or misaligned for its type).
+pub const SPOT_E_NULL_ARGUMENT: spot_status = 1;
+/// A value is outside its domain (zero period, max_catch_up_ticks 0, capacity 0, non-zero
+/// reserved field, ...). The last-error message names the argument.
+pub const SPOT_E_INVALID_ARGUMENT: spot_status = 2;
+/// An enum value this ABI version does not know.
+pub const SPOT_E_UNKNOWN_ENUM: spot_status = 3;
+/// A `struct_size` field is smaller than the version-1 size, absurdly large, or covers
+/// non-zero fields this library version does not know.
+pub const SPOT_E_BAD_STRUCT_SIZE: spot_status = 4;
+/// The runtime handle is 0, freed, double-freed or was never valid.
+pub const SPOT_E_INVALID_HANDLE: spot_status = 5;
+/// The timer handle does not name a live or recorded generation of this runtime.
+pub const SPOT_E_STALE_TIMER: spot_status = 6;
+/// No owner with this id was acquired on this runtime.
+pub const SPOT_E_UNKNOWN_OWNER: spot_status = 7;
+/// The owner's lease has expired; the authority is over.
+pub const SPOT_E_LEASE_EXPIRED: spot_status = 8;
+/// The owner authority (epoch) was revoked or replaced by a newer one.
+pub const SPOT_E_REVOKED: spot_status = 9;
+/// A completion token matches no outstanding record; nothing of the call was applied.
+pub const SPOT_E_INVALID_COMPLETION: spot_status = 10;
+/// A blocking wait ran out of time; the operation it waited for goes on.
+pub const SPOT_E_TIMEOUT: spot_status = 11;
+/// Waiting would wait for the calling thread itself (own callback, scheduler thread).
+pub const SPOT_E_WOULD_DEADLOCK: spot_status = 12;
+/// The generation's release hook failed: this is its terminal result, the same for
+/// every canceller.
+pub const SPOT_E_CLEANUP_FAILED: spot_status = 13;
+/// The runtime is closed.
+pub const SPOT_E_CLOSED: spot_status = 14;
+/// The call needs a runtime on the manual clock.
+pub const SPOT_E_NOT_MANUAL_CLOCK: spot_status = 15;
+/// The runtime's timer table is full.
+pub const SPOT_E_CAPACITY_EXHAUSTED: spot_status = 16;
+/// An operating-system call failed.
+pub const SPOT_E_OS: spot_status = 17;
+/// A Rust panic was caught at the boundary (a bug in the library; please report it).
+pub const SPOT_E_PANIC: spot_status = 18;
+/// The call does not fit the runtime's delivery mode (exchange on a callback runtime, ...).
+pub const SPOT_E_WRONG_DELIVERY_MODE: spot_status = 19;
+
+/// The status code of a core error.
+pub(crate) fn status_of(e: &Error) -> spot_status {
+    match e {
+        Error::InvalidArgument(_) => SPOT_E_INVALID_ARGUMENT,
+        Error::UnknownOwner(_) => SPOT_E_UNKNOWN_OWNER,
+        Error::LeaseExpired => SPOT_E_LEASE_EXPIRED,
+        Error::Revoked => SPOT_E_REVOKED,
+        Error::StaleHandle => SPOT_E_STALE_TIMER,
+        Error::InvalidCompletion(_) => SPOT_E_INVALID_COMPLETION,
+        Error::Timeout => SPOT_E_TIMEOUT,
+        Error::WouldDeadlock => SPOT_E_WOULD_DEADLOCK,
+        Error::CleanupFailed(_) => SPOT_E_CLEANUP_FAILED,
+        Error::Closed => SPOT_E_CLOSED,
+        Error::NotManualClock => SPOT_E_NOT_MANUAL_CLOCK,
+        Error::CapacityExhausted(_) => SPOT_E_CAPACITY_EXHAUSTED,
+        Error::Os(_) => SPOT_E_OS,
+    }
+}
+
+fn name_of(status: spot_status) -> &'static [u8] {
+    match status {
+        SPOT_OK => b"SPOT_OK\0",
+        SPOT_E_NULL_ARGUMENT => b"SPOT_E_NULL_ARGUMENT\0",
+        SPOT_E_INVALID_ARGUMENT => b"SPOT_E_INVALID_ARGUMENT\0",
+        SPOT_E_UNKNOWN_ENUM => b"SPOT_E_UNKNOWN_ENUM\0",
+        SPOT_E_BAD_STRUCT_SIZE => b"SPOT_E_BAD_STRUCT_SIZE\0",
+        SPOT_E_INVALID_HANDLE => b"SPOT_E_INVALID_HANDLE\0",
+        SPOT_E_STALE_TIMER => b"SPOT_E_STALE_TIMER\0",
+        SPOT_E_UNKNOWN_OWNER => b"SPOT_E_UNKNOWN_OWNER\0",
+        SPOT_E_LEASE_EXPIRED => b"SPOT_E_LEASE_EXPIRED\0",
+        SPOT_E_REVOKED => b"SPOT_E_REVOKED\0",
+        SPOT_E_INVALID_COMPLETION => b"SPOT_E_INVALID_COMPLETION\0",
+        SPOT_E_TIMEOUT => b"SPOT_E_TIMEOUT\0",
+        SPOT_E_WOULD_DEADLOCK => b"SPOT_E_WOULD_DEADLOCK\0",
+        SPOT_E_CLEANUP_FAILED => b"SPOT_E_CLEANUP_FAILED\0",
+        SPOT_E_CLOSED => b"SPOT_E_CLOSED\0",
+        SPOT_E_NOT_MANUAL_CLOCK => b"SPOT_E_NOT_MANUAL_CLOCK\0",
+        SPOT_E_CAPACITY_EXHAUSTED => b"SPOT_E_CAPACITY_EXHAUSTED\0",
+        SPOT_E_OS => b"SPOT_E_OS\0",
+        SPOT_E_PANIC => b"SPOT_E_PANIC\0",
+        SPOT_E_WRONG_DELIVERY_MODE => b"SPOT_E_WRONG_DELIVERY_MODE\0",
+        _ => b"SPOT_E_UNKNOWN_STATUS\0",
+    }
+}
+
+/// The name of a status code as a static NUL-terminated string ("SPOT_E_TIMEOUT");
+/// "SPOT_E_UNKNOWN_STATUS" for a value this version does not know.
+///
+/// Infallible. The string is static: never free it. Thread-safe.
+#[no_mangle]
+pub extern "C" fn spot_status_name(status: spot_status) -> *const c_char {
+    crate::boundary::infallible(name_of(SPOT_E_PANIC).as_ptr().cast(), || {
+        name_of(status).as_ptr().cast()
+    })
+}

@@ -1,0 +1,316 @@
+//! The `#[repr(C)]` structs, enum values and callback types of the ABI. Enums cross as
+//! `uint32_t` and are decoded with `from_u32`-style functions that reject unknown values.
+
+use std::ffi::{c_char, c_void};
+
+use spot_timer_core::{EndReason, GateMode, Outcome, OverrunPolicy};
+
+use crate::boundary::{Failure, FfiResult};
+use crate::status::*;
+
+/// `spot_runtime_config::clock`: the real `CLOCK_BOOTTIME` clock.
+pub const SPOT_CLOCK_REAL: u32 = 0;
+/// `spot_runtime_config::clock`: a manual clock moved only by `spot_advance`.
+pub const SPOT_CLOCK_MANUAL: u32 = 1;
+
+/// `spot_runtime_config::delivery`: records wait for `spot_exchange`.
+pub const SPOT_DELIVERY_EXCHANGE: u32 = 0;
+/// `spot_runtime_config::delivery`: records go to the batch callback, once per wakeup.
+pub const SPOT_DELIVERY_CALLBACK: u32 = 1;
+
+/// Fixed rate; a late timer delivers only the newest due tick.
+pub const SPOT_POLICY_SKIP_LATE_TICKS: u32 = 0;
+/// Fixed rate; a late timer delivers at most `max_catch_up_ticks` of its backlog, in order.
+pub const SPOT_POLICY_CATCH_UP_BOUNDED: u32 = 1;
+/// Fixed delay: each tick is due one period after the previous handler completed.
+pub const SPOT_POLICY_DELAY_NEXT_TICK: u32 = 2;
+
+/// Owner gate: one callback at a time across all of the owner's timers (default).
+pub const SPOT_GATE_SERIAL: u32 = 0;
+/// Owner gate: the owner's timers run independently.
+pub const SPOT_GATE_CONCURRENT: u32 = 1;
+
+/// Completion outcome: the callback ran and returned normally.
+pub const SPOT_OUTCOME_OK: u32 = 0;
+/// Completion outcome: the callback ran and failed (still counts as delivered).
+pub const SPOT_OUTCOME_FAILED: u32 = 1;
+/// Completion outcome: the host could not get its gate; the tick is kept and retried.
+pub const SPOT_OUTCOME_DEFERRED: u32 = 2;
+/// Completion outcome: the record was stale (spot_record_begin failed); not started.
+pub const SPOT_OUTCOME_NOT_STARTED: u32 = 3;
+
+/// `spot_record::kind`: one callback start.
+pub const SPOT_RECORD_TICK: u32 = 0;
+/// `spot_record::kind`: the result of `spot_timer_cancel_async`.
+pub const SPOT_RECORD_CANCEL_DONE: u32 = 1;
+
+/// End reason: cancelled by the host.
+pub const SPOT_END_CANCELLED: u32 = 0;
+/// End reason: replaced by a newer registration of the same (owner, key).
+pub const SPOT_END_SUPERSEDED: u32 = 1;
+/// End reason: a one-shot timer delivered its callback.
+pub const SPOT_END_COMPLETED: u32 = 2;
+/// End reason: the owner's lease ran out.
+pub const SPOT_END_LEASE_EXPIRED: u32 = 3;
+/// End reason: the owner authority was revoked or moved.
+pub const SPOT_END_REVOKED: u32 = 4;
+/// End reason: the runtime was freed.
+pub const SPOT_END_RUNTIME_CLOSED: u32 = 5;
+
+/// `spot_timer_spec::first_due_ns` meaning "one period after registration".
+pub const SPOT_FIRST_DUE_DEFAULT: u64 = u64::MAX;
+/// `spot_abi_version()` of this header: (major << 16) | minor.
+pub const SPOT_ABI_VERSION: u32 = 1 << 16;
+
+/// A timer generation: a value, copy it freely. Generations are unique in the process,
+/// so a handle of another runtime or an ended generation is rejected, never misused.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct spot_timer {
+    pub generation: u64,
+    pub slot: u32,
+    /// Always 0.
+    pub reserved: u32,
+}
+
+/// Receives one batch on the scheduler thread, once per scheduler wakeup.
+///
+/// `records` (n >= 1 entries) is valid only during the call. `completions` has room for
+/// `n` entries; write synchronous completions there and set `*n_completions` (0 on
+/// entry). Records not completed there must be completed later with `spot_complete`.
+/// The callback must not unwind (no C++ exception, no longjmp) out of the call.
+pub type spot_batch_fn = Option<
+    unsafe extern "C" fn(
+        env: *mut c_void,
+        records: *const spot_record,
+        n: usize,
+        completions: *mut spot_completion,
+        n_completions: *mut usize,
+    ),
+>;
+
+/// Called exactly once with `callback_env` when the runtime is freed, after the last
+/// batch callback returned.
+pub type spot_finalizer_fn = Option<unsafe extern "C" fn(env: *mut c_void)>;
+
+/// Releases a timer's user data once, when its generation ends (on the scheduler thread,
+/// or the thread freeing the runtime). Return 0 on success; non-zero for failure, after
+/// writing a NUL-terminated message into `msg` (capacity `msg_len`, 256). A failure
+/// becomes the generation's terminal result (`SPOT_E_CLEANUP_FAILED` for every canceller).
+pub type spot_release_fn =
+    Option<unsafe extern "C" fn(user_data: *mut c_void, msg: *mut c_char, msg_len: usize) -> i32>;
+
+/// How to build a runtime. Versioned: set `struct_size = sizeof(spot_runtime_config)` and
+/// zero everything you do not set.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct spot_runtime_config {
+    pub struct_size: u32,
+    /// SPOT_CLOCK_*.
+    pub clock: u32,
+    /// SPOT_DELIVERY_*.
+    pub delivery: u32,
+    /// Must be 0.
+    pub reserved: u32,
+    /// SPOT_DELIVERY_CALLBACK: required; SPOT_DELIVERY_EXCHANGE: must be NULL.
+    pub callback: spot_batch_fn,
+    /// Passed to `callback` and `callback_finalizer`; the runtime never dereferences it.
+    pub callback_env: *mut c_void,
+    /// May be NULL. SPOT_DELIVERY_EXCHANGE: must be NULL.
+    pub callback_finalizer: spot_finalizer_fn,
+}
+
+/// What to register. Versioned: set `struct_size = sizeof(spot_timer_spec)`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct spot_timer_spec {
+    pub struct_size: u32,
+    /// SPOT_POLICY_*.
+    pub policy: u32,
+    /// Period in nanoseconds; 0 = one-shot.
+    pub period_ns: u64,
+    /// Delay from registration to the first nominal due time; SPOT_FIRST_DUE_DEFAULT
+    /// (UINT64_MAX) = one period. Required for a one-shot timer.
+    pub first_due_ns: u64,
+    /// 1..=INT32_MAX with SPOT_POLICY_CATCH_UP_BOUNDED; ignored by the other policies.
+    pub max_catch_up_ticks: u64,
+    /// Must be 0.
+    pub reserved: u64,
+}
+
+/// One record of a batch (exchange or batch callback). Fixed layout of ABI version 1.x;
+/// it has no size field: new fields only come with a new major ABI version.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct spot_record {
+    /// SPOT_RECORD_*.
+    pub kind: u32,
+    /// CANCEL_DONE with status SPOT_OK: SPOT_END_*. Otherwise 0.
+    pub end_reason: u32,
+    /// CANCEL_DONE: SPOT_OK or SPOT_E_CLEANUP_FAILED. TICK: 0.
+    pub status: i32,
+    pub reserved: u32,
+    /// TICK: the completion token to hand back. CANCEL_DONE: 0.
+    pub token: u64,
+    pub timer: spot_timer,
+    pub owner_id: u64,
+    pub key: u64,
+    /// TICK: the user data given at registration. CANCEL_DONE: NULL.
+    pub user_data: *mut c_void,
+    pub delivery_index: u64,
+    pub scheduled_index: u64,
+    pub skipped_ticks: u64,
+    /// TICK: start the handler only if an atomic load of `*live_word` equals `live_value`
+    /// (the cheap form of `spot_record_begin`). Valid until the runtime is freed.
+    /// CANCEL_DONE: NULL.
+    pub live_word: *const u64,
+    pub live_value: u64,
+    /// CANCEL_DONE: the tag passed to `spot_timer_cancel_async`. TICK: 0.
+    pub tag: u64,
+}
+
+/// A host's report that a TICK record reached its terminal state.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct spot_completion {
+    pub token: u64,
+    /// SPOT_OUTCOME_*.
+    pub outcome: u32,
+    /// Must be 0.
+    pub reserved: u32,
+}
+
+/// A snapshot of a runtime's counters. Set `struct_size = sizeof(spot_stats)` before the
+/// call; the library fills `min(struct_size, its size)` bytes and stores that number in
+/// `struct_size`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct spot_stats {
+    pub struct_size: u32,
+    pub reserved: u32,
+    /// Scheduler threads of this runtime (1 while it runs).
+    pub scheduler_threads: u64,
+    /// OS wakeup primitives (1, plus the wakeup fd once asked for).
+    pub wakeup_primitives: u64,
+    /// OS timers created for timers (always 0).
+    pub os_timers: u64,
+    /// Entries in the deadline queue, stale ones included.
+    pub queue_len: u64,
+    /// Generations registered and not yet ended.
+    pub live_timers: u64,
+    /// Owners known to the runtime.
+    pub owners: u64,
+    pub wakeups: u64,
+    /// Scheduler wakeups that produced at least one record.
+    pub batches: u64,
+    pub records_published: u64,
+    /// Exchange calls that returned records, plus batch-callback invocations.
+    pub host_crossings: u64,
+    pub records_received: u64,
+    pub completed_ok: u64,
+    pub completed_failed: u64,
+    pub completed_deferred: u64,
+    pub not_started: u64,
+    pub ticks_skipped: u64,
+    pub ticks_dropped_authority: u64,
+    pub registered: u64,
+    pub ended: u64,
+    pub cleanup_failures: u64,
+    pub invalid_completions: u64,
+    pub stale_entries_dropped: u64,
+    pub compactions: u64,
+    pub gate_waits: u64,
+}
+
+/// Fixed-size statistics of one generation. Versioned like `spot_stats`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct spot_timer_stats {
+    pub struct_size: u32,
+    pub reserved: u32,
+    pub delivered: u64,
+    pub failed: u64,
+    pub skipped_ticks: u64,
+    pub last_scheduled_index: u64,
+}
+
+const _: () = {
+    use std::mem::size_of;
+    assert!(size_of::<spot_timer>() == 16);
+    assert!(size_of::<spot_runtime_config>() == 16 + 3 * size_of::<usize>());
+    assert!(size_of::<spot_timer_spec>() == 40);
+    assert!(size_of::<spot_completion>() == 16);
+    assert!(size_of::<spot_stats>() == 8 + 24 * 8);
+    assert!(size_of::<spot_timer_stats>() == 40);
+    #[cfg(target_pointer_width = "64")]
+    assert!(size_of::<spot_record>() == 112 && size_of::<spot_runtime_config>() == 40);
+};
+
+fn unknown(what: &str, v: u32) -> Failure {
+    Failure::new(SPOT_E_UNKNOWN_ENUM, format!("unknown {what} value {v}"))
+}
+
+pub(crate) fn policy_from_u32(v: u32) -> FfiResult<OverrunPolicy> {
+    OverrunPolicy::from_u32(v).ok_or_else(|| unknown("policy", v))
+}
+
+pub(crate) fn gate_from_u32(v: u32) -> FfiResult<GateMode> {
+    GateMode::from_u32(v).ok_or_else(|| unknown("gate", v))
+}
+
+pub(crate) fn outcome_from_u32(v: u32) -> FfiResult<Outcome> {
+    Outcome::from_u32(v).ok_or_else(|| unknown("outcome", v))
+}
+
+/// Clock kinds of the ABI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ClockChoice {
+    Real,
+    Manual,
+}
+
+pub(crate) fn clock_from_u32(v: u32) -> FfiResult<ClockChoice> {
+    match v {
+        SPOT_CLOCK_REAL => Ok(ClockChoice::Real),
+        SPOT_CLOCK_MANUAL => Ok(ClockChoice::Manual),
+        _ => Err(unknown("clock", v)),
+    }
+}
+
+/// Delivery modes of the ABI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DeliveryChoice {
+    Exchange,
+    Callback,
+}
+
+pub(crate) fn delivery_from_u32(v: u32) -> FfiResult<DeliveryChoice> {
+    match v {
+        SPOT_DELIVERY_EXCHANGE => Ok(DeliveryChoice::Exchange),
+        SPOT_DELIVERY_CALLBACK => Ok(DeliveryChoice::Callback),
+        _ => Err(unknown("delivery", v)),
+    }
+}
+
+pub(crate) fn end_reason_to_u32(r: EndReason) -> u32 {
+    match r {
+        EndReason::Cancelled => SPOT_END_CANCELLED,
+        EndReason::Superseded => SPOT_END_SUPERSEDED,
+        EndReason::Completed => SPOT_END_COMPLETED,
+        EndReason::LeaseExpired => SPOT_END_LEASE_EXPIRED,
+        EndReason::Revoked => SPOT_END_REVOKED,
+        EndReason::RuntimeClosed => SPOT_END_RUNTIME_CLOSED,
+    }
+}
+
+/// Timeouts cross as signed nanoseconds: -1 = forever, 0 = don't wait.
+pub(crate) fn timeout_from_i64(ns: i64, name: &str) -> FfiResult<Option<std::time::Duration>> {
+    match ns {
+        -1 => Ok(None),
+        n if n >= 0 => Ok(Some(std::time::Duration::from_nanos(n as u64))),
+        n => Err(Failure::new(
+            SPOT_E_INVALID_ARGUMENT,
+            format!("`{name}` is {n}: use -1 (forever) or a value >= 0"),
+        )),
+    }
+}

@@ -1,0 +1,372 @@
+// spot_timer.hpp - header-only C++17 RAII wrapper of the spot-timer C ABI (spot_timer.h).
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//
+// Hand-written (not generated). Errors are exceptions (spot::Error, carrying the status
+// code and the library's message). Handles are move-only: spot::Runtime frees its runtime,
+// spot::Timer requests a non-blocking cancel when it goes out of scope (call cancel() to
+// wait for the terminal result, or release() to keep the timer running). The hot paths
+// (Exchanger::next, batch callbacks) take no std::function and allocate nothing per batch.
+//
+// Thread-safety is that of the C functions: every method may be called from any thread;
+// moving or destroying one wrapper object concurrently with using it is the caller's
+// business, as for any C++ object.
+#ifndef SPOT_TIMER_HPP
+#define SPOT_TIMER_HPP
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "spot_timer.h"
+
+namespace spot {
+
+using std::chrono::nanoseconds;
+
+// The C structs whose names the C functions spot_stats() and spot_timer_stats() share.
+using Stats = struct ::spot_stats;
+using TimerStats = struct ::spot_timer_stats;
+
+// The calling thread's last error message (see spot_last_error).
+inline std::string last_error() {
+    char buf[512];
+    size_t n = spot_last_error(buf, sizeof buf);
+    if (n < sizeof buf) return std::string(buf, n);
+    std::string s(n + 1, '\0');
+    spot_last_error(s.data(), s.size());
+    s.resize(n);
+    return s;
+}
+
+// A failed call: the status code and the library's message.
+class Error : public std::runtime_error {
+public:
+    Error(spot_status status, const std::string &message)
+        : std::runtime_error(std::string(spot_status_name(status)) + ": " + message),
+          status_(status) {}
+    spot_status status() const noexcept { return status_; }
+
+private:
+    spot_status status_;
+};
+
+inline void check(spot_status st) {
+    if (st != SPOT_OK) throw Error(st, last_error());
+}
+
+enum class Clock : uint32_t { Real = SPOT_CLOCK_REAL, Manual = SPOT_CLOCK_MANUAL };
+enum class Policy : uint32_t {
+    SkipLateTicks = SPOT_POLICY_SKIP_LATE_TICKS,
+    CatchUpBounded = SPOT_POLICY_CATCH_UP_BOUNDED,
+    DelayNextTick = SPOT_POLICY_DELAY_NEXT_TICK,
+};
+enum class Gate : uint32_t { Serial = SPOT_GATE_SERIAL, Concurrent = SPOT_GATE_CONCURRENT };
+enum class Outcome : uint32_t {
+    Ok = SPOT_OUTCOME_OK,
+    Failed = SPOT_OUTCOME_FAILED,
+    Deferred = SPOT_OUTCOME_DEFERRED,
+    NotStarted = SPOT_OUTCOME_NOT_STARTED,
+};
+enum class EndReason : uint32_t {
+    Cancelled = SPOT_END_CANCELLED,
+    Superseded = SPOT_END_SUPERSEDED,
+    Completed = SPOT_END_COMPLETED,
+    LeaseExpired = SPOT_END_LEASE_EXPIRED,
+    Revoked = SPOT_END_REVOKED,
+    RuntimeClosed = SPOT_END_RUNTIME_CLOSED,
+};
+
+inline const char *to_string(EndReason r) noexcept {
+    switch (r) {
+    case EndReason::Cancelled: return "cancelled";
+    case EndReason::Superseded: return "superseded";
+    case EndReason::Completed: return "completed";
+    case EndReason::LeaseExpired: return "lease expired";
+    case EndReason::Revoked: return "revoked";
+    case EndReason::RuntimeClosed: return "runtime closed";
+    }
+    return "unknown";
+}
+
+inline int64_t timeout_ns(std::optional<nanoseconds> t) {
+    return t ? static_cast<int64_t>(t->count() < 0 ? 0 : t->count()) : -1;
+}
+
+// What to register; builder style: TimerSpec::every(10ms).policy(Policy::CatchUpBounded).
+class TimerSpec {
+public:
+    static TimerSpec every(nanoseconds period) { return TimerSpec(period, std::nullopt); }
+    static TimerSpec after(nanoseconds delay) { return TimerSpec(nanoseconds(0), delay); }
+    TimerSpec &policy(Policy p) { spec_.policy = static_cast<uint32_t>(p); return *this; }
+    TimerSpec &max_catch_up_ticks(uint64_t n) { spec_.max_catch_up_ticks = n; return *this; }
+    TimerSpec &first_due(nanoseconds d) { spec_.first_due_ns = static_cast<uint64_t>(d.count()); return *this; }
+    const spot_timer_spec &c() const noexcept { return spec_; }
+
+private:
+    TimerSpec(nanoseconds period, std::optional<nanoseconds> delay) {
+        spec_.struct_size = sizeof spec_;
+        spec_.period_ns = static_cast<uint64_t>(period.count());
+        spec_.first_due_ns = delay ? static_cast<uint64_t>(delay->count()) : SPOT_FIRST_DUE_DEFAULT;
+        spec_.max_catch_up_ticks = 1;
+    }
+    spot_timer_spec spec_{};
+};
+
+// One registered generation. Move-only; destruction requests a non-blocking cancel.
+class Timer {
+public:
+    Timer() = default;
+    Timer(uint64_t rt, spot_timer t) : rt_(rt), t_(t), live_(true) {}
+    Timer(const Timer &) = delete;
+    Timer &operator=(const Timer &) = delete;
+    Timer(Timer &&o) noexcept : rt_(o.rt_), t_(o.t_), live_(std::exchange(o.live_, false)) {}
+    Timer &operator=(Timer &&o) noexcept {
+        if (this != &o) {
+            reset();
+            rt_ = o.rt_;
+            t_ = o.t_;
+            live_ = std::exchange(o.live_, false);
+        }
+        return *this;
+    }
+    ~Timer() { reset(); }
+
+    // Cancels and waits up to `timeout` (nullopt = forever) for the terminal result.
+    // Throws spot::Error (SPOT_E_CLEANUP_FAILED, SPOT_E_TIMEOUT, SPOT_E_WOULD_DEADLOCK, ...).
+    EndReason cancel(std::optional<nanoseconds> timeout = std::nullopt) {
+        uint32_t reason = 0;
+        check(spot_timer_cancel(rt_, t_, timeout_ns(timeout), &reason));
+        live_ = false;
+        return static_cast<EndReason>(reason);
+    }
+    // Non-blocking cancel; the result arrives as a SPOT_RECORD_CANCEL_DONE record with
+    // `tag`, or is returned at once when the generation already ended.
+    std::optional<EndReason> cancel_async(uint64_t tag) {
+        uint32_t done = 0, reason = 0;
+        check(spot_timer_cancel_async(rt_, t_, tag, &done, &reason));
+        live_ = false;
+        if (done) return static_cast<EndReason>(reason);
+        return std::nullopt;
+    }
+    TimerStats stats() const {
+        TimerStats s{};
+        s.struct_size = sizeof s;
+        check(spot_timer_stats(rt_, t_, &s));
+        return s;
+    }
+    // Gives up the wrapper's responsibility: the timer keeps running.
+    spot_timer release() noexcept { live_ = false; return t_; }
+    const spot_timer &c() const noexcept { return t_; }
+
+private:
+    void reset() noexcept {
+        if (live_) spot_timer_cancel(rt_, t_, 0, nullptr); // starts the cancel, never waits
+        live_ = false;
+    }
+    uint64_t rt_ = 0;
+    spot_timer t_{};
+    bool live_ = false;
+};
+
+// One authority of an owner (a value: nothing to free).
+class Owner {
+public:
+    Owner(uint64_t rt, uint64_t id, uint64_t epoch) : rt_(rt), id_(id), epoch_(epoch) {}
+    uint64_t id() const noexcept { return id_; }
+    uint64_t epoch() const noexcept { return epoch_; }
+    void renew(std::optional<nanoseconds> lease) {
+        check(spot_owner_renew(rt_, id_, epoch_, lease ? static_cast<uint64_t>(lease->count()) : 0));
+    }
+    void revoke() { check(spot_owner_revoke(rt_, id_, epoch_)); }
+    // `release` (may be null) is called once with `user_data` when the generation ends.
+    Timer register_timer(uint64_t key, const TimerSpec &spec, void *user_data = nullptr,
+                         spot_release_fn release = nullptr) {
+        spot_timer t{};
+        check(spot_timer_register(rt_, id_, epoch_, key, &spec.c(), user_data, release, &t));
+        return Timer(rt_, t);
+    }
+    // Holds the owner's gate (no timer callback of the owner starts) for a scope.
+    class GateGuard {
+    public:
+        GateGuard(uint64_t rt, uint64_t id, std::optional<nanoseconds> timeout) : rt_(rt), id_(id) {
+            check(spot_owner_gate_enter(rt_, id_, timeout_ns(timeout)));
+        }
+        GateGuard(const GateGuard &) = delete;
+        GateGuard &operator=(const GateGuard &) = delete;
+        ~GateGuard() { spot_owner_gate_leave(rt_, id_); }
+
+    private:
+        uint64_t rt_, id_;
+    };
+    GateGuard enter_gate(std::optional<nanoseconds> timeout = std::nullopt) const {
+        return GateGuard(rt_, id_, timeout);
+    }
+
+private:
+    uint64_t rt_, id_, epoch_;
+};
+
+// The records of one batch handed to a batch callback, and where to complete them.
+class Batch {
+public:
+    Batch(const spot_record *r, size_t n, spot_completion *out, size_t *n_out) noexcept
+        : r_(r), n_(n), out_(out), n_out_(n_out) {}
+    const spot_record *begin() const noexcept { return r_; }
+    const spot_record *end() const noexcept { return r_ + n_; }
+    size_t size() const noexcept { return n_; }
+    // Completes a TICK record of this batch synchronously (applied when the callback returns).
+    void complete(const spot_record &rec, Outcome outcome) noexcept {
+        if (*n_out_ < n_) out_[(*n_out_)++] = spot_completion{rec.token, static_cast<uint32_t>(outcome), 0};
+    }
+
+private:
+    const spot_record *r_;
+    size_t n_;
+    spot_completion *out_;
+    size_t *n_out_;
+};
+
+// A runtime. Move-only; destruction frees it (ends every timer, joins the scheduler).
+class Runtime {
+public:
+    // A runtime delivering through exchange (see Exchanger).
+    static Runtime exchange(Clock clock = Clock::Real) {
+        spot_runtime_config cfg{};
+        cfg.struct_size = sizeof cfg;
+        cfg.clock = static_cast<uint32_t>(clock);
+        cfg.delivery = SPOT_DELIVERY_EXCHANGE;
+        uint64_t h = 0;
+        check(spot_runtime_new(&cfg, &h));
+        return Runtime(h);
+    }
+
+    // A runtime delivering each batch to `handler(spot::Batch&)` on its scheduler thread.
+    // The handler is moved into the runtime and destroyed when the runtime is freed.
+    // Exceptions escaping it are swallowed (they cannot cross the C boundary); its
+    // uncompleted records must then be completed with complete().
+    template <class F>
+    static Runtime with_callback(F handler, Clock clock = Clock::Real) {
+        auto *env = new F(std::move(handler));
+        spot_runtime_config cfg{};
+        cfg.struct_size = sizeof cfg;
+        cfg.clock = static_cast<uint32_t>(clock);
+        cfg.delivery = SPOT_DELIVERY_CALLBACK;
+        cfg.callback = &trampoline<F>;
+        cfg.callback_env = env;
+        cfg.callback_finalizer = &finalize<F>;
+        uint64_t h = 0;
+        spot_status st = spot_runtime_new(&cfg, &h);
+        if (st != SPOT_OK) {
+            delete env; // not finalized on failure: still ours
+            check(st);
+        }
+        return Runtime(h);
+    }
+
+    Runtime(const Runtime &) = delete;
+    Runtime &operator=(const Runtime &) = delete;
+    Runtime(Runtime &&o) noexcept : h_(std::exchange(o.h_, 0)) {}
+    Runtime &operator=(Runtime &&o) noexcept {
+        if (this != &o) {
+            reset();
+            h_ = std::exchange(o.h_, 0);
+        }
+        return *this;
+    }
+    ~Runtime() { reset(); }
+
+    uint64_t handle() const noexcept { return h_; }
+    Owner acquire(uint64_t owner_id, std::optional<nanoseconds> lease = std::nullopt,
+                  Gate gate = Gate::Serial) {
+        uint64_t epoch = 0;
+        check(spot_owner_acquire(h_, owner_id, lease ? static_cast<uint64_t>(lease->count()) : 0,
+                                 static_cast<uint32_t>(gate), &epoch));
+        return Owner(h_, owner_id, epoch);
+    }
+    void advance(nanoseconds by) { check(spot_advance(h_, static_cast<uint64_t>(by.count()))); }
+    nanoseconds now() const {
+        uint64_t ns = 0;
+        check(spot_now(h_, &ns));
+        return nanoseconds(static_cast<int64_t>(ns));
+    }
+    Stats stats() const {
+        Stats s{};
+        s.struct_size = sizeof s;
+        check(spot_stats(h_, &s));
+        return s;
+    }
+    // Right before starting a record's handler: true = start it; false = stale, complete it
+    // as Outcome::NotStarted.
+    bool begin(const spot_record &rec) const {
+        spot_status st = spot_record_begin(h_, &rec);
+        if (st == SPOT_E_STALE_TIMER) return false;
+        check(st);
+        return true;
+    }
+    void complete(const spot_record &rec, Outcome outcome) {
+        spot_completion c{rec.token, static_cast<uint32_t>(outcome), 0};
+        check(spot_complete(h_, &c, 1));
+    }
+    int wakeup_fd() const {
+        int32_t fd = -1;
+        check(spot_wakeup_fd(h_, &fd));
+        return fd;
+    }
+
+private:
+    explicit Runtime(uint64_t h) : h_(h) {}
+    void reset() noexcept {
+        if (h_) spot_runtime_free(std::exchange(h_, 0));
+    }
+    template <class F>
+    static void trampoline(void *env, const spot_record *recs, size_t n, spot_completion *out,
+                           size_t *n_out) noexcept {
+        Batch batch(recs, n, out, n_out);
+        try {
+            (*static_cast<F *>(env))(batch);
+        } catch (...) {
+        }
+    }
+    template <class F>
+    static void finalize(void *env) noexcept {
+        delete static_cast<F *>(env);
+    }
+    uint64_t h_ = 0;
+};
+
+// Exchange-mode delivery loop state: a reusable record buffer and the completions to
+// hand back with the next call (one crossing per call).
+class Exchanger {
+public:
+    explicit Exchanger(const Runtime &rt, size_t capacity = 256)
+        : rt_(rt.handle()), records_(capacity), done_() {
+        done_.reserve(capacity);
+    }
+    // Queues a completion for the next call of next().
+    void complete(const spot_record &rec, Outcome outcome) {
+        done_.push_back(spot_completion{rec.token, static_cast<uint32_t>(outcome), 0});
+    }
+    // Hands back the queued completions and waits up to `timeout` (nullopt = forever) for
+    // the next batch; returns its records (valid until the next call).
+    std::pair<const spot_record *, size_t> next(std::optional<nanoseconds> timeout) {
+        size_t n = 0;
+        check(spot_exchange(rt_, done_.data(), done_.size(), records_.data(), records_.size(),
+                            timeout_ns(timeout), &n));
+        done_.clear();
+        return {records_.data(), n};
+    }
+
+private:
+    uint64_t rt_;
+    std::vector<spot_record> records_;
+    std::vector<spot_completion> done_;
+};
+
+} // namespace spot
+
+#endif // SPOT_TIMER_HPP

@@ -1,0 +1,495 @@
+/* Contract tests 01-13 of SPEC.md's Verification list, through the public C surface only,
+ * on the manual clock (spot_advance returns after the scheduler fired everything due, and
+ * spot_exchange with completions waits until they are applied: timeout 0 is deterministic). */
+#define _GNU_SOURCE
+#include "contract.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+
+#include "util.h"
+
+/* 1. Re-registering a key: ticks of the previous generation that were already pending
+ *    never run. */
+static void contract_01_reregister_drops_pending_ticks(void) {
+    uint64_t rt = manual_runtime();
+    uint64_t ep = owner(rt, 1, SPOT_GATE_CONCURRENT);
+    struct spot_record r[8];
+
+    /* (a) pending in the ready queue, not yet handed over */
+    struct spot_timer a = reg(rt, 1, ep, 10, spec_every(10 * MS, SPOT_POLICY_SKIP_LATE_TICKS, 1));
+    CHECK_OK(spot_advance(rt, 10 * MS));
+    struct spot_timer a2 = reg(rt, 1, ep, 10, spec_every(10 * MS, SPOT_POLICY_SKIP_LATE_TICKS, 1));
+    CHECK(a2.generation != a.generation);
+    CHECK_EQ_U64(xchg(rt, NULL, 0, r, 8), 0); /* the old pending record never shows */
+
+    /* (b) already handed to the host, not yet started */
+    struct spot_timer b = reg(rt, 1, ep, 20, spec_every(10 * MS, SPOT_POLICY_SKIP_LATE_TICKS, 1));
+    CHECK_OK(spot_advance(rt, 10 * MS));
+    size_t n = xchg(rt, NULL, 0, r, 8);
+    CHECK_EQ_U64(n, 2); /* a2's first tick and b's first tick */
+    struct spot_record held = r[0].timer.generation == b.generation ? r[0] : r[1];
+    struct spot_record other = r[0].timer.generation == b.generation ? r[1] : r[0];
+    CHECK_EQ_U64(held.timer.generation, b.generation);
+    struct spot_timer b2 = reg(rt, 1, ep, 20, spec_every(10 * MS, SPOT_POLICY_SKIP_LATE_TICKS, 1));
+    CHECK_ST(spot_record_begin(rt, &held), SPOT_E_STALE_TIMER);
+    CHECK(__atomic_load_n(held.live_word, __ATOMIC_ACQUIRE) != held.live_value);
+    struct spot_completion done[2] = {{held.token, SPOT_OUTCOME_NOT_STARTED, 0},
+                                      {other.token, SPOT_OUTCOME_OK, 0}};
+    CHECK_EQ_U64(xchg(rt, done, 2, r, 8), 0);
+    CHECK_OK(spot_advance(rt, 10 * MS));
+    n = xchg(rt, NULL, 0, r, 8);
+    CHECK_EQ_U64(n, 2);
+    for (size_t i = 0; i < n; i++) {
+        CHECK(r[i].timer.generation == a2.generation || r[i].timer.generation == b2.generation);
+        if (r[i].timer.generation == b2.generation) CHECK_EQ_U64(r[i].delivery_index, 1);
+        CHECK_OK(spot_record_begin(rt, &r[i]));
+        CHECK(__atomic_load_n(r[i].live_word, __ATOMIC_ACQUIRE) == r[i].live_value);
+    }
+    struct spot_stats s = stats(rt);
+    CHECK_EQ_U64(s.completed_ok, 1);
+    CHECK_OK(spot_runtime_free(rt));
+}
+
+struct cancel_arg {
+    uint64_t rt;
+    struct spot_timer t;
+    spot_status status;
+    uint32_t reason;
+    char msg[256];
+    atomic_int started, done;
+};
+
+static void *cancel_thread(void *p) {
+    struct cancel_arg *a = p;
+    atomic_store(&a->started, 1);
+    a->status = spot_timer_cancel(a->rt, a->t, -1, &a->reason);
+    spot_last_error(a->msg, sizeof a->msg);
+    atomic_store(&a->done, 1);
+    return NULL;
+}
+
+/* 2. After cancel, no later tick of that generation starts, but a callback running at
+ *    cancel time runs to its end. */
+static void contract_02_cancel_lets_running_callback_finish(void) {
+    uint64_t rt = manual_runtime();
+    uint64_t ep = owner(rt, 1, SPOT_GATE_CONCURRENT);
+    struct spot_record r[4];
+    struct spot_timer t = reg(rt, 1, ep, 1, spec_every(10 * MS, SPOT_POLICY_SKIP_LATE_TICKS, 1));
+    CHECK_OK(spot_advance(rt, 10 * MS));
+    CHECK_EQ_U64(xchg(rt, NULL, 0, r, 4), 1);
+    CHECK_OK(spot_record_begin(rt, &r[0])); /* the callback is running */
+
+    struct cancel_arg a = {.rt = rt, .t = t, .reason = 99};
+    pthread_t th;
+    pthread_create(&th, NULL, cancel_thread, &a);
+    while (!atomic_load(&a.started)) sleep_ms(1);
+    sleep_ms(50);
+    CHECK(!atomic_load(&a.done)); /* waits for the running callback */
+    CHECK_OK(spot_advance(rt, 100 * MS));
+    CHECK_EQ_U64(xchg(rt, NULL, 0, r + 1, 3), 0); /* no later tick starts */
+    CHECK(!atomic_load(&a.done));
+    CHECK_EQ_U64(complete_and_take(rt, &r[0], SPOT_OUTCOME_OK, r + 1, 3), 0);
+    pthread_join(th, NULL);
+    CHECK_ST(a.status, SPOT_OK);
+    CHECK_EQ_U64(a.reason, SPOT_END_CANCELLED);
+    struct spot_timer_stats ts = {0};
+    ts.struct_size = sizeof ts;
+    CHECK_OK(spot_timer_stats(rt, t, &ts));
+    CHECK_EQ_U64(ts.delivered, 1);
+    CHECK_OK(spot_runtime_free(rt));
+}
+
+static atomic_int release_calls;
+
+static int32_t failing_release(void *ud, char *msg, size_t len) {
+    (void)ud;
+    atomic_fetch_add(&release_calls, 1);
+    snprintf(msg, len, "disk on fire");
+    return 7;
+}
+
+/* 3. Concurrent cancels of one generation all complete after the running callback and
+ *    cleanup end; when cleanup fails, every caller sees the same failure. */
+static void contract_03_concurrent_cancels_see_one_result(void) {
+    enum { N = 4 };
+    uint64_t rt = manual_runtime();
+    uint64_t ep = owner(rt, 1, SPOT_GATE_CONCURRENT);
+    struct spot_record r[4];
+    struct spot_timer_spec sp = spec_every(10 * MS, SPOT_POLICY_SKIP_LATE_TICKS, 1);
+    struct spot_timer t;
+    atomic_store(&release_calls, 0);
+    CHECK_OK(spot_timer_register(rt, 1, ep, 1, &sp, (void *)0x1234, failing_release, &t));
+    CHECK_OK(spot_advance(rt, 10 * MS));
+    CHECK_EQ_U64(xchg(rt, NULL, 0, r, 4), 1);
+    CHECK(r[0].user_data == (void *)0x1234);
+    CHECK_OK(spot_record_begin(rt, &r[0]));
+
+    struct cancel_arg a[N];
+    pthread_t th[N];
+    for (int i = 0; i < N; i++) {
+        memset(&a[i], 0, sizeof a[i]);
+        a[i].rt = rt;
+        a[i].t = t;
+        pthread_create(&th[i], NULL, cancel_thread, &a[i]);
+    }
+    for (int i = 0; i < N; i++)
+        while (!atomic_load(&a[i].started)) sleep_ms(1);
+    sleep_ms(100);
+    for (int i = 0; i < N; i++) CHECK(!atomic_load(&a[i].done));
+    CHECK_EQ_U64(atomic_load(&release_calls), 0); /* cleanup waits for the callback */
+    CHECK_EQ_U64(complete_and_take(rt, &r[0], SPOT_OUTCOME_OK, r + 1, 3), 0);
+    for (int i = 0; i < N; i++) {
+        pthread_join(th[i], NULL);
+        CHECK_ST(a[i].status, SPOT_E_CLEANUP_FAILED);
+        CHECK(strstr(a[i].msg, "disk on fire") != NULL);
+    }
+    /* a later, sequential canceller sees the same recorded result */
+    CHECK_ST(spot_timer_cancel(rt, t, 0, NULL), SPOT_E_CLEANUP_FAILED);
+    uint32_t done = 9;
+    CHECK_ST(spot_timer_cancel_async(rt, t, 5, &done, NULL), SPOT_E_CLEANUP_FAILED);
+    CHECK_EQ_U64(atomic_load(&release_calls), 1);
+    CHECK_EQ_U64(stats(rt).cleanup_failures, 1);
+    CHECK_OK(spot_runtime_free(rt));
+}
+
+/* 4. A period shorter than the handler never runs two callbacks of one key at once. */
+static void contract_04_no_overlap(void) {
+    uint64_t rt = manual_runtime();
+    uint64_t ep = owner(rt, 1, SPOT_GATE_CONCURRENT);
+    struct spot_record r[8], next[8];
+    reg(rt, 1, ep, 1, spec_every(10 * MS, SPOT_POLICY_SKIP_LATE_TICKS, 1));
+    CHECK_OK(spot_advance(rt, 10 * MS));
+    CHECK_EQ_U64(xchg(rt, NULL, 0, r, 8), 1);
+    for (int round = 0; round < 5; round++) {
+        /* the handler takes 5 periods: nothing else of this key is handed over */
+        for (int i = 0; i < 5; i++) {
+            CHECK_OK(spot_advance(rt, 10 * MS));
+            CHECK_EQ_U64(xchg(rt, NULL, 0, next, 8), 0);
+        }
+        size_t n = complete_and_take(rt, &r[0], SPOT_OUTCOME_OK, next, 8);
+        CHECK_EQ_U64(n, 1); /* the expirations coalesced into one record */
+        CHECK_EQ_U64(next[0].delivery_index, (uint64_t)round + 2);
+        r[0] = next[0];
+    }
+    CHECK_OK(spot_runtime_free(rt));
+}
+
+/* A deterministic pseudo-random schedule of advances and completions; calls `check` for
+ * every delivered record with the previous one (NULL for the first). */
+typedef void (*tick_check)(const struct spot_record *prev, const struct spot_record *cur);
+
+static void run_schedule(uint32_t policy, uint64_t max_catch_up, tick_check check) {
+    uint64_t rt = manual_runtime();
+    uint64_t ep = owner(rt, 1, SPOT_GATE_CONCURRENT);
+    struct spot_record r[4], prev;
+    int have_prev = 0;
+    reg(rt, 1, ep, 1, spec_every(10 * MS, policy, max_catch_up));
+    uint32_t lcg = 12345;
+    size_t n = 0;
+    for (int step = 0; step < 150; step++) {
+        lcg = lcg * 1103515245u + 12345u;
+        uint64_t adv = (lcg >> 16) % 45; /* 0..44 ms: on time and late */
+        CHECK_OK(spot_advance(rt, adv * MS));
+        if (n == 0) n = xchg(rt, NULL, 0, r, 4);
+        if (n == 1) {
+            check(have_prev ? &prev : NULL, &r[0]);
+            prev = r[0];
+            have_prev = 1;
+            n = complete_and_take(rt, &r[0], SPOT_OUTCOME_OK, r, 4);
+        }
+        CHECK(n <= 1);
+    }
+    CHECK(have_prev && prev.delivery_index > 20);
+    CHECK_OK(spot_runtime_free(rt));
+}
+
+static void check_delivery_index(const struct spot_record *prev, const struct spot_record *cur) {
+    CHECK_EQ_U64(cur->delivery_index, prev ? prev->delivery_index + 1 : 1);
+}
+
+static void check_scheduled_index(const struct spot_record *prev, const struct spot_record *cur) {
+    if (prev) CHECK(cur->scheduled_index > prev->scheduled_index);
+    CHECK(cur->scheduled_index >= cur->delivery_index);
+}
+
+static void check_skipped(const struct spot_record *prev, const struct spot_record *cur) {
+    uint64_t want = prev ? cur->scheduled_index - prev->scheduled_index - 1 : cur->scheduled_index - 1;
+    CHECK_EQ_U64(cur->skipped_ticks, want);
+}
+
+/* 5. delivery_index increases by exactly 1 per callback. */
+static void contract_05_delivery_index_plus_one(void) {
+    run_schedule(SPOT_POLICY_SKIP_LATE_TICKS, 1, check_delivery_index);
+    run_schedule(SPOT_POLICY_CATCH_UP_BOUNDED, 3, check_delivery_index);
+    run_schedule(SPOT_POLICY_DELAY_NEXT_TICK, 1, check_delivery_index);
+}
+
+/* 6. scheduled_index never decreases and is always >= delivery_index. */
+static void contract_06_scheduled_index_monotonic(void) {
+    run_schedule(SPOT_POLICY_SKIP_LATE_TICKS, 1, check_scheduled_index);
+    run_schedule(SPOT_POLICY_CATCH_UP_BOUNDED, 3, check_scheduled_index);
+    run_schedule(SPOT_POLICY_DELAY_NEXT_TICK, 1, check_scheduled_index);
+}
+
+/* 7. skipped_ticks is scheduled_index - 1 first, then scheduled_index - previous - 1. */
+static void contract_07_skipped_ticks_formula(void) {
+    run_schedule(SPOT_POLICY_SKIP_LATE_TICKS, 1, check_skipped);
+    run_schedule(SPOT_POLICY_CATCH_UP_BOUNDED, 3, check_skipped);
+    run_schedule(SPOT_POLICY_DELAY_NEXT_TICK, 1, check_skipped);
+}
+
+/* 8. SkipLateTicks: a late timer's next callback skips the missed ticks and receives only
+ *    the newest. */
+static void contract_08_skip_late_ticks(void) {
+    uint64_t rt = manual_runtime();
+    uint64_t ep = owner(rt, 1, SPOT_GATE_CONCURRENT);
+    struct spot_record r[4];
+    reg(rt, 1, ep, 1, spec_every(10 * MS, SPOT_POLICY_SKIP_LATE_TICKS, 1));
+    CHECK_OK(spot_advance(rt, 10 * MS)); /* t=10: tick 1 */
+    CHECK_EQ_U64(xchg(rt, NULL, 0, r, 4), 1);
+    CHECK_EQ_U64(r[0].scheduled_index, 1);
+    CHECK_OK(spot_advance(rt, 45 * MS)); /* t=55: ticks 2..5 came due while running */
+    CHECK_EQ_U64(complete_and_take(rt, &r[0], SPOT_OUTCOME_OK, r, 4), 1);
+    CHECK_EQ_U64(r[0].delivery_index, 2);
+    CHECK_EQ_U64(r[0].scheduled_index, 5);
+    CHECK_EQ_U64(r[0].skipped_ticks, 3);
+    CHECK_EQ_U64(complete_and_take(rt, &r[0], SPOT_OUTCOME_OK, r, 4), 0);
+    CHECK_OK(spot_advance(rt, 5 * MS)); /* t=60: tick 6, on time */
+    CHECK_EQ_U64(xchg(rt, NULL, 0, r, 4), 1);
+    CHECK_EQ_U64(r[0].scheduled_index, 6);
+    CHECK_EQ_U64(r[0].skipped_ticks, 0);
+    CHECK_EQ_U64(stats(rt).ticks_skipped, 3);
+    CHECK_OK(spot_runtime_free(rt));
+}
+
+/* 9. CatchUpBounded: a late timer receives at most max_catch_up_ticks ticks, in order;
+ *    the rest are skipped. */
+static void contract_09_catch_up_bounded(void) {
+    uint64_t rt = manual_runtime();
+    uint64_t ep = owner(rt, 1, SPOT_GATE_CONCURRENT);
+    struct spot_record r[4];
+    reg(rt, 1, ep, 1, spec_every(10 * MS, SPOT_POLICY_CATCH_UP_BOUNDED, 3));
+    CHECK_OK(spot_advance(rt, 10 * MS)); /* tick 1 */
+    CHECK_EQ_U64(xchg(rt, NULL, 0, r, 4), 1);
+    CHECK_OK(spot_advance(rt, 90 * MS)); /* t=100: ticks 2..10 due */
+    uint64_t want[3] = {8, 9, 10};
+    for (int i = 0; i < 3; i++) {
+        CHECK_EQ_U64(complete_and_take(rt, &r[0], SPOT_OUTCOME_OK, r, 4), 1);
+        CHECK_EQ_U64(r[0].scheduled_index, want[i]);
+        CHECK_EQ_U64(r[0].skipped_ticks, i == 0 ? 6 : 0);
+    }
+    CHECK_EQ_U64(complete_and_take(rt, &r[0], SPOT_OUTCOME_OK, r, 4), 0); /* backlog done */
+    CHECK_OK(spot_advance(rt, 10 * MS));
+    CHECK_EQ_U64(xchg(rt, NULL, 0, r, 4), 1);
+    CHECK_EQ_U64(r[0].scheduled_index, 11);
+    CHECK_OK(spot_runtime_free(rt));
+}
+
+/* 10. DelayNextTick: the next tick is scheduled one period after the handler ends. */
+static void contract_10_delay_next_tick(void) {
+    uint64_t rt = manual_runtime();
+    uint64_t ep = owner(rt, 1, SPOT_GATE_CONCURRENT);
+    struct spot_record r[4];
+    reg(rt, 1, ep, 1, spec_every(10 * MS, SPOT_POLICY_DELAY_NEXT_TICK, 1));
+    CHECK_OK(spot_advance(rt, 10 * MS)); /* t=10: tick 1 */
+    CHECK_EQ_U64(xchg(rt, NULL, 0, r, 4), 1);
+    CHECK_OK(spot_advance(rt, 25 * MS)); /* handler ends at t=35 */
+    CHECK_EQ_U64(complete_and_take(rt, &r[0], SPOT_OUTCOME_OK, r, 4), 0);
+    CHECK_OK(spot_advance(rt, 9 * MS)); /* t=44 */
+    CHECK_EQ_U64(xchg(rt, NULL, 0, r, 4), 0);
+    CHECK_OK(spot_advance(rt, 1 * MS)); /* t=45 = 35 + period */
+    CHECK_EQ_U64(xchg(rt, NULL, 0, r, 4), 1);
+    CHECK_EQ_U64(r[0].delivery_index, 2);
+    CHECK_EQ_U64(r[0].scheduled_index, 2);
+    CHECK_EQ_U64(r[0].skipped_ticks, 0);
+    CHECK_OK(spot_runtime_free(rt));
+}
+
+/* 11. After the lease expires no new tick starts a callback; a pause past the lease does
+ *     not run the backlog at once. (The real-process SIGSTOP version is lease_sigstop.c.) */
+static void contract_11_lease_expiry(void) {
+    uint64_t rt = manual_runtime();
+    struct spot_record r[4];
+    uint64_t ep = 0;
+    CHECK_OK(spot_owner_acquire(rt, 1, 100 * MS, SPOT_GATE_CONCURRENT, &ep));
+    struct spot_timer t = reg(rt, 1, ep, 1, spec_every(10 * MS, SPOT_POLICY_CATCH_UP_BOUNDED, 100));
+    CHECK_OK(spot_advance(rt, 10 * MS));
+    CHECK_EQ_U64(xchg(rt, NULL, 0, r, 4), 1);
+    CHECK_OK(spot_advance(rt, 40 * MS)); /* t=50 */
+    CHECK_OK(spot_owner_renew(rt, 1, ep, 100 * MS)); /* deadline 150 */
+    CHECK_EQ_U64(complete_and_take(rt, &r[0], SPOT_OUTCOME_OK, r, 4), 1); /* still alive */
+    /* a record in hand when the process "pauses" past the lease */
+    CHECK_OK(spot_advance(rt, 500 * MS)); /* t=550: a pause far past the deadline */
+    CHECK_ST(spot_record_begin(rt, &r[0]), SPOT_E_STALE_TIMER);
+    CHECK_EQ_U64(complete_and_take(rt, &r[0], SPOT_OUTCOME_NOT_STARTED, r + 1, 3), 0); /* no backlog */
+    CHECK_OK(spot_advance(rt, 100 * MS));
+    CHECK_EQ_U64(xchg(rt, NULL, 0, r, 4), 0);
+    uint32_t reason = 99;
+    CHECK_OK(spot_timer_cancel(rt, t, 0, &reason));
+    CHECK_EQ_U64(reason, SPOT_END_LEASE_EXPIRED);
+    CHECK_ST(spot_owner_renew(rt, 1, ep, 100 * MS), SPOT_E_LEASE_EXPIRED);
+    struct spot_timer_spec sp = spec_every(10 * MS, SPOT_POLICY_SKIP_LATE_TICKS, 1);
+    struct spot_timer t2;
+    CHECK_ST(spot_timer_register(rt, 1, ep, 2, &sp, NULL, NULL, &t2), SPOT_E_LEASE_EXPIRED);
+    /* a new authority re-registers */
+    uint64_t ep2 = 0;
+    CHECK_OK(spot_owner_acquire(rt, 1, 100 * MS, SPOT_GATE_CONCURRENT, &ep2));
+    CHECK(ep2 > ep);
+    reg(rt, 1, ep2, 1, sp);
+    CHECK_OK(spot_advance(rt, 10 * MS));
+    CHECK_EQ_U64(xchg(rt, NULL, 0, r, 4), 1);
+    CHECK_EQ_U64(r[0].delivery_index, 1);
+    CHECK_OK(spot_runtime_free(rt));
+}
+
+/* 12. Scheduler threads and OS timers do not grow with the number of registered timers. */
+static void contract_12_resources_do_not_grow(void) {
+    uint64_t rt = manual_runtime();
+    struct spot_stats s0 = stats(rt);
+    for (uint64_t o = 0; o < 500; o++) {
+        uint64_t ep = owner(rt, o, SPOT_GATE_SERIAL);
+        reg(rt, o, ep, 1, spec_every(10 * MS, SPOT_POLICY_SKIP_LATE_TICKS, 1));
+        reg(rt, o, ep, 2, spec_every(15 * MS, SPOT_POLICY_SKIP_LATE_TICKS, 1));
+    }
+    CHECK_OK(spot_advance(rt, 0));
+    struct spot_stats s1 = stats(rt);
+    CHECK_EQ_U64(s1.scheduler_threads, 1);
+    CHECK_EQ_U64(s1.scheduler_threads, s0.scheduler_threads);
+    CHECK_EQ_U64(s1.os_timers, 0);
+    CHECK_EQ_U64(s1.wakeup_primitives, s0.wakeup_primitives);
+    CHECK_EQ_U64(s1.live_timers, 1000);
+    CHECK_EQ_U64(s1.queue_len, 1000);
+    CHECK_OK(spot_runtime_free(rt));
+}
+
+/* 13. A long-running timer's statistics do not grow memory: spot_timer_stats is a fixed
+ *     struct of counters, and queue entries do not pile up over many ticks. */
+static void contract_13_stats_fixed_size(void) {
+    uint64_t rt = manual_runtime();
+    uint64_t ep = owner(rt, 1, SPOT_GATE_CONCURRENT);
+    struct spot_record r[4];
+    struct spot_timer t = reg(rt, 1, ep, 1, spec_every(1 * MS, SPOT_POLICY_SKIP_LATE_TICKS, 1));
+    size_t n = 0;
+    for (int i = 0; i < 2000; i++) {
+        CHECK_OK(spot_advance(rt, 1 * MS));
+        n = n ? complete_and_take(rt, &r[0], SPOT_OUTCOME_OK, r, 4) : xchg(rt, NULL, 0, r, 4);
+        if (n == 1) n = complete_and_take(rt, &r[0], SPOT_OUTCOME_OK, r, 4);
+    }
+    struct spot_timer_stats ts = {0};
+    ts.struct_size = sizeof ts;
+    CHECK_OK(spot_timer_stats(rt, t, &ts));
+    CHECK_EQ_U64(ts.struct_size, sizeof ts);
+    CHECK_EQ_U64(ts.delivered, 2000);
+    CHECK(stats(rt).queue_len <= 2);
+    CHECK_OK(spot_runtime_free(rt));
+}
+
+struct crossing_env {
+    atomic_int calls;
+    atomic_size_t records;
+};
+
+static void crossing_cb(void *env, const struct spot_record *recs, size_t n,
+                        struct spot_completion *done, size_t *n_done) {
+    struct crossing_env *e = env;
+    atomic_fetch_add(&e->calls, 1);
+    atomic_fetch_add(&e->records, n);
+    for (size_t i = 0; i < n; i++) {
+        done[i].token = recs[i].token;
+        done[i].outcome = SPOT_OUTCOME_OK;
+    }
+    *n_done = n;
+}
+
+/* T10: one crossing per wakeup, in both delivery modes (stats.host_crossings vs batches). */
+static void contract_t10_one_crossing_per_wakeup(void) {
+    struct crossing_env env = {0};
+    uint64_t rt = manual_callback_runtime(crossing_cb, &env, NULL);
+    for (uint64_t o = 0; o < 50; o++) {
+        uint64_t ep = owner(rt, o, SPOT_GATE_CONCURRENT);
+        reg(rt, o, ep, 1, spec_every(10 * MS, SPOT_POLICY_SKIP_LATE_TICKS, 1));
+        reg(rt, o, ep, 2, spec_every(10 * MS, SPOT_POLICY_SKIP_LATE_TICKS, 1));
+    }
+    for (int i = 0; i < 5; i++) CHECK_OK(spot_advance(rt, 10 * MS));
+    struct spot_stats s = stats(rt);
+    CHECK_EQ_U64(atomic_load(&env.calls), 5);
+    CHECK_EQ_U64(atomic_load(&env.records), 500);
+    CHECK_EQ_U64(s.batches, 5);
+    CHECK_EQ_U64(s.host_crossings, s.batches);
+    CHECK_EQ_U64(s.records_received, 500);
+    CHECK_EQ_U64(s.completed_ok, 500);
+    printf("     callback mode: %llu records, %llu batches, %llu crossings\n",
+           (unsigned long long)s.records_received, (unsigned long long)s.batches,
+           (unsigned long long)s.host_crossings);
+    CHECK_OK(spot_runtime_free(rt));
+
+    /* exchange mode: one exchange call takes the whole batch and returns the completions */
+    rt = manual_runtime();
+    for (uint64_t o = 0; o < 50; o++) {
+        uint64_t ep = owner(rt, o, SPOT_GATE_CONCURRENT);
+        reg(rt, o, ep, 1, spec_every(10 * MS, SPOT_POLICY_SKIP_LATE_TICKS, 1));
+        reg(rt, o, ep, 2, spec_every(10 * MS, SPOT_POLICY_SKIP_LATE_TICKS, 1));
+    }
+    static struct spot_record recs[256];
+    static struct spot_completion done[256];
+    size_t n = 0;
+    for (int i = 0; i < 5; i++) {
+        CHECK_OK(spot_advance(rt, 10 * MS));
+        n = xchg(rt, done, n, recs, 256);
+        CHECK_EQ_U64(n, 100);
+        for (size_t k = 0; k < n; k++) {
+            done[k].token = recs[k].token;
+            done[k].outcome = SPOT_OUTCOME_OK;
+            done[k].reserved = 0;
+        }
+    }
+    s = stats(rt);
+    CHECK_EQ_U64(s.batches, 5);
+    CHECK_EQ_U64(s.host_crossings, 5);
+    CHECK_EQ_U64(s.records_received, 500);
+    printf("     exchange mode: %llu records, %llu batches, %llu crossings\n",
+           (unsigned long long)s.records_received, (unsigned long long)s.batches,
+           (unsigned long long)s.host_crossings);
+    CHECK_OK(spot_runtime_free(rt));
+}
+
+/* The layout the bindings mirror (x86_64 / any LP64 target). */
+static void abi_layout(void) {
+    CHECK_EQ_U64(spot_abi_version(), SPOT_ABI_VERSION);
+    CHECK_EQ_U64(SPOT_ABI_VERSION, 0x00010000);
+    CHECK_EQ_U64(sizeof(struct spot_timer), 16);
+    CHECK_EQ_U64(sizeof(struct spot_runtime_config), 40);
+    CHECK_EQ_U64(sizeof(struct spot_timer_spec), 40);
+    CHECK_EQ_U64(sizeof(struct spot_completion), 16);
+    CHECK_EQ_U64(sizeof(struct spot_record), 112);
+    CHECK_EQ_U64(sizeof(struct spot_stats), 200);
+    CHECK_EQ_U64(sizeof(struct spot_timer_stats), 40);
+    CHECK_EQ_U64(offsetof(struct spot_record, token), 16);
+    CHECK_EQ_U64(offsetof(struct spot_record, timer), 24);
+    CHECK_EQ_U64(offsetof(struct spot_record, user_data), 56);
+    CHECK_EQ_U64(offsetof(struct spot_record, live_word), 88);
+    CHECK_EQ_U64(offsetof(struct spot_record, tag), 104);
+    CHECK_EQ_U64(offsetof(struct spot_runtime_config, callback), 16);
+    CHECK_EQ_U64(offsetof(struct spot_stats, host_crossings), 8 + 9 * 8);
+    CHECK_EQ_U64(offsetof(struct spot_stats, gate_waits), 192);
+}
+
+void run_contract_tests(void) {
+    RUN(abi_layout);
+    RUN(contract_01_reregister_drops_pending_ticks);
+    RUN(contract_02_cancel_lets_running_callback_finish);
+    RUN(contract_03_concurrent_cancels_see_one_result);
+    RUN(contract_04_no_overlap);
+    RUN(contract_05_delivery_index_plus_one);
+    RUN(contract_06_scheduled_index_monotonic);
+    RUN(contract_07_skipped_ticks_formula);
+    RUN(contract_08_skip_late_ticks);
+    RUN(contract_09_catch_up_bounded);
+    RUN(contract_10_delay_next_tick);
+    RUN(contract_11_lease_expiry);
+    RUN(contract_12_resources_do_not_grow);
+    RUN(contract_13_stats_fixed_size);
+    RUN(contract_t10_one_crossing_per_wakeup);
+}

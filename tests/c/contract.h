@@ -1,0 +1,5 @@
+#ifndef SPOT_TEST_SUITES_H
+#define SPOT_TEST_SUITES_H
+void run_contract_tests(void);
+void run_bad_input_tests(void);
+#endif

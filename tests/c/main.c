@@ -1,0 +1,13 @@
+/* The C test suite of libspot_timer: contract tests and bad-input tests. */
+#include "contract.h"
+#include "harness.h"
+
+int main(void) {
+    if (spot_abi_version() >> 16 != SPOT_ABI_VERSION >> 16) {
+        printf("ABI major mismatch\n0 passed, 1 failed\n");
+        return 1;
+    }
+    run_contract_tests();
+    run_bad_input_tests();
+    return finish_tests();
+}
