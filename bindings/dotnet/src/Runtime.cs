@@ -1,0 +1,414 @@
+using System;
+using System.Collections.Concurrent;
+using System.Runtime.InteropServices;
+using System.Threading;
+using System.Threading.Tasks;
+using SpotTimer.Interop;
+
+namespace SpotTimer
+{
+    /// <summary>Owns one native runtime handle (a generation-tagged uint64). Releasing it calls
+    /// spot_runtime_free: every live timer ends (RuntimeClosed), release hooks run, the scheduler
+    /// thread exits.</summary>
+    public sealed class RuntimeSafeHandle : SafeHandle
+    {
+        readonly ulong _id;
+        readonly RuntimeCore _core;
+
+        internal RuntimeSafeHandle(ulong id, RuntimeCore core) : base(IntPtr.Zero, true)
+        {
+            _id = id;
+            _core = core;
+            SetHandle(new IntPtr(1)); // "owned" marker; the real value is the 64-bit id (also on 32-bit hosts)
+        }
+
+        /// <summary>The native runtime handle value.</summary>
+        public ulong Id { get { return _id; } }
+
+        public override bool IsInvalid { get { return handle == IntPtr.Zero; } }
+
+        protected override bool ReleaseHandle()
+        {
+            // At process shutdown the scheduler thread may no longer call into managed code
+            // (release hooks); the OS reclaims everything anyway.
+            if (Environment.HasShutdownStarted) return true;
+            _core.BeginDispose();
+            // Not while a batch is being delivered: its records point into the runtime.
+            if (!Monitor.TryEnter(_core.DeliveryLock, 500))
+            {
+                // A batch is in progress for long (a handler may even be waiting for this
+                // finalizer): the delivering thread frees the runtime right after the batch.
+                ulong id = _id;
+                var core = _core;
+                _core.DeferDispose(() => { core.WaitLiveReaders(); Native.spot_runtime_free(id); });
+                // The batch may have ended meanwhile, past the point where it runs deferred work.
+                if (Monitor.TryEnter(_core.DeliveryLock))
+                {
+                    try { _core.RunDeferredDispose(); }
+                    finally { Monitor.Exit(_core.DeliveryLock); }
+                }
+                return true;
+            }
+            try
+            {
+                _core.WaitLiveReaders();
+                int s = Native.spot_runtime_free(_id);
+                return s == 0 || s == (int)SpotStatus.InvalidHandle;
+            }
+            finally { Monitor.Exit(_core.DeliveryLock); }
+        }
+    }
+
+    /// <summary>A spot-timer runtime: one native scheduler thread and one deadline queue for all
+    /// its timers, batches delivered to managed handlers with one P/Invoke transition per wakeup.
+    /// Thread-safe. Dispose it to stop the scheduler (every timer ends with RuntimeClosed).</summary>
+    public sealed class Runtime : IDisposable
+    {
+        readonly RuntimeSafeHandle _handle;
+        internal readonly RuntimeCore Core;
+        Owner _defaultOwner;
+        long _nextDefaultKey;
+        readonly object _ownerLock = new object();
+
+        /// <summary>A runtime on the real (CLOCK_BOOTTIME) clock with a dispatcher thread.</summary>
+        public Runtime() : this(new RuntimeOptions()) { }
+
+        public Runtime(RuntimeOptions options)
+        {
+            if (options == null) throw new ArgumentNullException("options");
+            if (options.BatchCapacity < 1 || options.BatchCapacity > 1 << 20)
+                throw new ArgumentOutOfRangeException("options", "BatchCapacity must be in 1..1048576");
+            if (options.Clock != ClockKind.Real && options.Clock != ClockKind.Manual)
+                throw new ArgumentOutOfRangeException("options", "unknown clock kind");
+            if (options.Delivery != DeliveryMode.Exchange && options.Delivery != DeliveryMode.Callback)
+                throw new ArgumentOutOfRangeException("options", "unknown delivery mode");
+            Core = new RuntimeCore(options);
+            ulong id = Core.Create();
+            _handle = new RuntimeSafeHandle(id, Core);
+        }
+
+        /// <summary>A runtime on a manual clock: time moves only by <see cref="Advance"/>, which also
+        /// delivers (on the calling thread) everything that became due — deterministic for tests.</summary>
+        public static Runtime CreateManual()
+        {
+            return new Runtime(new RuntimeOptions { Clock = ClockKind.Manual });
+        }
+
+        public RuntimeSafeHandle Handle { get { return _handle; } }
+        public ClockKind Clock { get { return Core.Options.Clock; } }
+        public DeliveryMode Delivery { get { return Core.Options.Delivery; } }
+        public bool IsDisposed { get { return Core.Disposed; } }
+
+        /// <summary>A handler threw (or its Task faulted): its tick was completed as failed. Raised
+        /// on the thread that ran the handler; exceptions thrown by subscribers are swallowed.</summary>
+        public event EventHandler<HandlerFailedEventArgs> HandlerFailed
+        {
+            add { Core.AddFailed(value); }
+            remove { Core.RemoveFailed(value); }
+        }
+
+        internal void ThrowIfDisposed()
+        {
+            if (Core.Disposed) throw new ObjectDisposedException("SpotTimer.Runtime");
+        }
+
+        /// <summary>Runs a short native call with the handle ref-counted (no free during the call).</summary>
+        internal int Call(Func<ulong, int> f)
+        {
+            ThrowIfDisposed();
+            bool added = false;
+            try
+            {
+                _handle.DangerousAddRef(ref added);
+            }
+            catch (ObjectDisposedException)
+            {
+                throw new ObjectDisposedException("SpotTimer.Runtime");
+            }
+            try { return f(_handle.Id); }
+            finally { if (added) _handle.DangerousRelease(); }
+        }
+
+        internal void Check(int status)
+        {
+            if (status == 0) return;
+            string msg = Native.LastError();
+            if (Core.Disposed && (status == (int)SpotStatus.InvalidHandle || status == (int)SpotStatus.Closed))
+                throw new ObjectDisposedException("SpotTimer.Runtime", msg);
+            throw SpotTimerException.From(status, msg);
+        }
+
+        /// <summary>Starts an authority for owner <paramref name="ownerId"/> (a new epoch; an older
+        /// authority of the same id is revoked). <paramref name="lease"/> null: no lease.</summary>
+        public Owner AcquireOwner(ulong ownerId, TimeSpan? lease = null, GateMode gate = GateMode.Serial)
+        {
+            ulong leaseNs = lease.HasValue ? Durations.PositiveNs(lease.Value, "lease") : 0;
+            ulong epoch = 0;
+            unsafe
+            {
+                Check(Call(rt => { ulong e; int s = Native.spot_owner_acquire(rt, ownerId, leaseNs, (uint)gate, &e); epoch = e; return s; }));
+            }
+            return new Owner(this, ownerId, epoch);
+        }
+
+        Owner DefaultOwner()
+        {
+            lock (_ownerLock)
+            {
+                if (_defaultOwner == null)
+                    _defaultOwner = AcquireOwner(ulong.MaxValue, null, GateMode.Concurrent);
+                return _defaultOwner;
+            }
+        }
+
+        /// <summary>A repeating timer on the runtime's default owner (no lease, concurrent gate).</summary>
+        public Timer Every(TimeSpan period, Action<Tick> handler, TimerOptions options = null)
+        {
+            return DefaultOwner().Every((ulong)Interlocked.Increment(ref _nextDefaultKey), period, handler, options);
+        }
+
+        public Timer Every(TimeSpan period, Func<Tick, Task> handler, TimerOptions options = null)
+        {
+            return DefaultOwner().Every((ulong)Interlocked.Increment(ref _nextDefaultKey), period, handler, options);
+        }
+
+        /// <summary>A one-shot timer on the runtime's default owner.</summary>
+        public Timer After(TimeSpan delay, Action<Tick> handler, TimerOptions options = null)
+        {
+            return DefaultOwner().After((ulong)Interlocked.Increment(ref _nextDefaultKey), delay, handler, options);
+        }
+
+        public Timer After(TimeSpan delay, Func<Tick, Task> handler, TimerOptions options = null)
+        {
+            return DefaultOwner().After((ulong)Interlocked.Increment(ref _nextDefaultKey), delay, handler, options);
+        }
+
+        /// <summary>Manual clock only: advances the clock; returns after the scheduler fired all that
+        /// became due and (unless called from inside a handler) after every synchronous handler of the
+        /// resulting batches ran. Async handlers run on the thread pool: see <see cref="Settle"/>.</summary>
+        public void Advance(TimeSpan by)
+        {
+            ulong ns = Durations.NonNegativeNs(by, "by");
+            Check(Call(rt => Native.spot_advance(rt, ns)));
+            Core.PumpIfInline();
+        }
+
+        /// <summary>Waits until no async handler is running (up to <paramref name="timeout"/>); on a manual
+        /// clock then delivers whatever their completions made due. False on timeout.</summary>
+        public bool Settle(TimeSpan timeout)
+        {
+            ThrowIfDisposed();
+            bool idle = Core.WaitAsyncIdle(timeout);
+            if (Clock == ClockKind.Manual) Advance(TimeSpan.Zero);
+            return idle;
+        }
+
+        /// <summary>Current time of the runtime's clock.</summary>
+        public TimeSpan Now
+        {
+            get
+            {
+                ulong now = 0;
+                unsafe { Check(Call(rt => { ulong n; int s = Native.spot_now(rt, &n); now = n; return s; })); }
+                return TimeSpan.FromTicks((long)(now / 100));
+            }
+        }
+
+        public RuntimeStats GetStats()
+        {
+            var st = new spot_stats();
+            unsafe
+            {
+                st.struct_size = (uint)sizeof(spot_stats);
+                Check(Call(rt => { spot_stats x = st; int s = Native.spot_stats(rt, &x); st = x; return s; }));
+            }
+            return new RuntimeStats(ref st, Interlocked.Read(ref Core.Transitions));
+        }
+
+        public void Dispose()
+        {
+            if (!Core.BeginDispose()) return;
+            if (Core.IsDeliveringThread)
+            {
+                // From a handler on the delivering thread: free once the batch is done.
+                var h = _handle;
+                var core = Core;
+                Core.DeferDispose(() => { h.Dispose(); core.EndDispose(); });
+                return;
+            }
+            _handle.Dispose();
+            Core.EndDispose();
+            GC.KeepAlive(this);
+        }
+    }
+
+    static class Durations
+    {
+        public static ulong NonNegativeNs(TimeSpan t, string name)
+        {
+            if (t < TimeSpan.Zero) throw new ArgumentOutOfRangeException(name, t, name + " must not be negative");
+            return (ulong)t.Ticks * 100UL;
+        }
+
+        public static ulong PositiveNs(TimeSpan t, string name)
+        {
+            if (t <= TimeSpan.Zero) throw new ArgumentOutOfRangeException(name, t, name + " must be greater than zero");
+            return (ulong)t.Ticks * 100UL;
+        }
+
+        /// <summary>Timeout.InfiniteTimeSpan: -1 (forever); other negative values are rejected.</summary>
+        public static long TimeoutNs(TimeSpan t, string name)
+        {
+            if (t == System.Threading.Timeout.InfiniteTimeSpan) return -1;
+            if (t < TimeSpan.Zero) throw new ArgumentOutOfRangeException(name, t, name + " must not be negative (use Timeout.InfiniteTimeSpan to wait forever)");
+            return t.Ticks > long.MaxValue / 100 ? long.MaxValue : t.Ticks * 100;
+        }
+    }
+
+    /// <summary>One owner authority (owner id + epoch): lease, gate, timer registration.</summary>
+    public sealed class Owner
+    {
+        readonly Runtime _rt;
+
+        internal Owner(Runtime rt, ulong id, ulong epoch) { _rt = rt; Id = id; Epoch = epoch; }
+
+        public Runtime Runtime { get { return _rt; } }
+        public ulong Id { get; private set; }
+        public ulong Epoch { get; private set; }
+
+        /// <summary>Extends the lease to now + <paramref name="lease"/> (null: no deadline). Throws
+        /// LeaseExpiredException once it expired, OwnerRevokedException after a revoke.</summary>
+        public void Renew(TimeSpan? lease)
+        {
+            ulong ns = lease.HasValue ? Durations.PositiveNs(lease.Value, "lease") : 0;
+            _rt.Check(_rt.Call(rt => Native.spot_owner_renew(rt, Id, Epoch, ns)));
+        }
+
+        /// <summary>Ends this authority: its timers end with Revoked and never run again.</summary>
+        public void Revoke()
+        {
+            _rt.Check(_rt.Call(rt => Native.spot_owner_revoke(rt, Id, Epoch)));
+        }
+
+        /// <summary>Takes the owner's execution gate for host work (no timer handler of this owner starts
+        /// while held). False on timeout.</summary>
+        public bool EnterGate(TimeSpan timeout)
+        {
+            long ns = Durations.TimeoutNs(timeout, "timeout");
+            _rt.ThrowIfDisposed();
+            int s = Native.spot_owner_gate_enter(_rt.Handle.Id, Id, ns);
+            if (s == (int)SpotStatus.Timeout) return false;
+            _rt.Check(s);
+            return true;
+        }
+
+        public void LeaveGate()
+        {
+            _rt.Check(_rt.Call(rt => Native.spot_owner_gate_leave(rt, Id)));
+        }
+
+        /// <summary>Registers (this owner, key) as a repeating timer; an existing registration of the
+        /// key is superseded (its pending ticks never run).</summary>
+        public Timer Every(ulong key, TimeSpan period, Action<Tick> handler, TimerOptions options = null)
+        {
+            if (handler == null) throw new ArgumentNullException("handler");
+            return _rt.Core.Register(_rt, this, key, Durations.NonNegativeNs(period, "period"), false, handler, null, options);
+        }
+
+        public Timer Every(ulong key, TimeSpan period, Func<Tick, Task> handler, TimerOptions options = null)
+        {
+            if (handler == null) throw new ArgumentNullException("handler");
+            return _rt.Core.Register(_rt, this, key, Durations.NonNegativeNs(period, "period"), false, null, handler, options);
+        }
+
+        /// <summary>Registers (this owner, key) as a one-shot timer due after <paramref name="delay"/>.</summary>
+        public Timer After(ulong key, TimeSpan delay, Action<Tick> handler, TimerOptions options = null)
+        {
+            if (handler == null) throw new ArgumentNullException("handler");
+            return _rt.Core.Register(_rt, this, key, Durations.NonNegativeNs(delay, "delay"), true, handler, null, options);
+        }
+
+        public Timer After(ulong key, TimeSpan delay, Func<Tick, Task> handler, TimerOptions options = null)
+        {
+            if (handler == null) throw new ArgumentNullException("handler");
+            return _rt.Core.Register(_rt, this, key, Durations.NonNegativeNs(delay, "delay"), true, null, handler, options);
+        }
+    }
+
+    /// <summary>One timer generation. Cancel it blocking (<see cref="Cancel"/>) or not
+    /// (<see cref="CancelAsync"/>); every caller sees the same terminal result.</summary>
+    public sealed class Timer : IDisposable
+    {
+        internal readonly Runtime Rt;
+        internal readonly TimerState State;
+        internal spot_timer Id;
+        int _disposed;
+
+        internal Timer(Runtime rt, TimerState state, ulong ownerId, ulong key)
+        {
+            Rt = rt; State = state; OwnerId = ownerId; Key = key;
+        }
+
+        public ulong OwnerId { get; private set; }
+        public ulong Key { get; private set; }
+        public ulong Generation { get { return Id.generation; } }
+        /// <summary>True once the generation ended (its cleanup ran).</summary>
+        public bool HasEnded { get { return State.Ended; } }
+
+        internal bool IsCurrentHandler()
+        {
+            var cur = RuntimeCore.CurrentTimer;
+            return cur != null && cur == State;
+        }
+
+        /// <summary>Cancels and waits up to <paramref name="timeout"/> (Timeout.InfiniteTimeSpan: forever)
+        /// for the terminal result: no new handler of this generation starts from now on; a running
+        /// one runs to its end. Throws SpotTimeoutException (the cancel goes on), CleanupFailedException
+        /// (the terminal result), WouldDeadlockException when called from inside this timer's own
+        /// handler (the cancel still completes when the handler returns; use CancelAsync).</summary>
+        public CancelResult Cancel(TimeSpan timeout)
+        {
+            long ns = Durations.TimeoutNs(timeout, "timeout");
+            Rt.ThrowIfDisposed();
+            return Rt.Core.CancelBlocking(this, ns);
+        }
+
+        /// <summary>Cancels without blocking; the task completes with the terminal result (faults with
+        /// CleanupFailedException when cleanup failed). From inside the timer's own handler it completes
+        /// after the handler ends.</summary>
+        public Task<CancelResult> CancelAsync()
+        {
+            Rt.ThrowIfDisposed();
+            return Rt.Core.CancelAsync(this);
+        }
+
+        public TimerStats GetStats()
+        {
+            if (Volatile.Read(ref _disposed) != 0) throw new ObjectDisposedException("SpotTimer.Timer");
+            var st = new spot_timer_stats();
+            var id = Id;
+            unsafe
+            {
+                st.struct_size = (uint)sizeof(spot_timer_stats);
+                Rt.Check(Rt.Call(rt => { spot_timer_stats x = st; int s = Native.spot_timer_stats(rt, id, &x); st = x; return s; }));
+            }
+            return new TimerStats(ref st);
+        }
+
+        /// <summary>Starts the cancel without waiting. After Dispose, GetStats throws
+        /// ObjectDisposedException; Cancel/CancelAsync still report the terminal result.</summary>
+        public void Dispose()
+        {
+            if (Interlocked.Exchange(ref _disposed, 1) != 0) return;
+            if (Rt.IsDisposed) return;
+            try { Rt.Core.StartCancel(this); }
+            catch (SpotTimerException) { }
+            catch (ObjectDisposedException) { }
+        }
+
+        public override string ToString()
+        {
+            return string.Format("Timer(owner={0}, key={1}, generation={2})", OwnerId, Key, Id.generation);
+        }
+    }
+}
