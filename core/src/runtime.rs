@@ -408,6 +408,10 @@ impl<P: Send + Sync + 'static> Runtime<P> {
         drop(q);
         if !stale.is_empty() {
             self.shared.send(Command::Complete(stale), Wake::Now)?;
+            if self.shared.manual.is_some() {
+                // Deterministic like host completions: their effects are visible on return.
+                self.shared.sync()?;
+            }
         }
         if n > 0 {
             Counters::add(&shared.counters.host_crossings, 1);

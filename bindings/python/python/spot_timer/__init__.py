@@ -1,0 +1,858 @@
+"""spot_timer: one scheduler thread for any number of timers, delivered into Python in batches.
+
+    rt = spot_timer.Runtime()                      # real clock, a dispatcher thread
+    owner = rt.owner(7, lease=30.0)
+    timer = owner.every(0.5, lambda tick: print(tick), key="poll")
+    ...
+    timer.cancel(timeout=1.0)
+    rt.close()
+
+Delivery modes (``Runtime(dispatch=...)``):
+
+* ``"thread"`` (default): one daemon dispatcher thread keeps one Python thread state and
+  enters Python once per batch of ready records, calls the handlers and hands the
+  completions back with its next wait for records.
+* ``"asyncio"``: the runtime's wakeup fd is registered with ``loop.add_reader``; handlers
+  may be plain functions or coroutine functions (a coroutine's tick completes when it
+  finishes).
+* ``"manual"``: nothing runs until ``runtime.dispatch()`` is called (deterministic tests,
+  together with ``ManualClock``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import concurrent.futures
+import datetime
+import enum
+import logging
+import math
+import threading
+import weakref
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Hashable, Optional, Tuple, Union
+
+from . import _native
+from ._errors import (
+    ArgumentTypeError,
+    CancelTimeoutError,
+    CapacityExhaustedError,
+    CleanupFailedError,
+    DispatchModeError,
+    ForeignTimerError,
+    HandlerNotCallableError,
+    InvalidArgumentError,
+    InvalidCompletionError,
+    InvalidDurationError,
+    LeaseExpiredError,
+    NativeOSError,
+    NotManualClockError,
+    RevokedError,
+    RuntimeClosedError,
+    SpotTimerError,
+    StaleHandleError,
+    UnknownOwnerError,
+    WouldDeadlockError,
+)
+
+Tick = _native.Tick
+
+__all__ = [
+    "Runtime",
+    "ManualClock",
+    "Owner",
+    "Timer",
+    "Tick",
+    "Stats",
+    "TimerStats",
+    "OverrunPolicy",
+    "GateMode",
+    "EndReason",
+    "Duration",
+    "Handler",
+    "ExceptionHandler",
+    "SpotTimerError",
+    "InvalidArgumentError",
+    "InvalidDurationError",
+    "ArgumentTypeError",
+    "HandlerNotCallableError",
+    "UnknownOwnerError",
+    "LeaseExpiredError",
+    "RevokedError",
+    "StaleHandleError",
+    "ForeignTimerError",
+    "InvalidCompletionError",
+    "CancelTimeoutError",
+    "WouldDeadlockError",
+    "CleanupFailedError",
+    "RuntimeClosedError",
+    "NotManualClockError",
+    "CapacityExhaustedError",
+    "NativeOSError",
+    "DispatchModeError",
+]
+
+logger = logging.getLogger("spot_timer")
+
+Duration = Union[float, int, datetime.timedelta]
+Handler = Callable[[Any], Any]
+ExceptionHandler = Callable[[BaseException, Any], None]
+
+_U64_MAX = (1 << 64) - 1
+_I32_MAX = (1 << 31) - 1
+# Keys that are not plain non-negative ints below 2**63 get ids from the upper half.
+_AUTO_KEY_BASE = 1 << 63
+_MAX_RECORDS_PER_BATCH = 8192
+
+
+class OverrunPolicy(enum.IntEnum):
+    """What a repeating timer does when its handler finished late (SPEC T5)."""
+
+    SKIP_LATE_TICKS = 0
+    CATCH_UP_BOUNDED = 1
+    DELAY_NEXT_TICK = 2
+
+
+class GateMode(enum.IntEnum):
+    """How an owner's timers are admitted: one callback at a time (SERIAL) or independently."""
+
+    SERIAL = 0
+    CONCURRENT = 1
+
+
+class EndReason(enum.IntEnum):
+    """Why a timer generation ended (its terminal cancel result)."""
+
+    CANCELLED = 0
+    SUPERSEDED = 1
+    COMPLETED = 2
+    LEASE_EXPIRED = 3
+    REVOKED = 4
+    RUNTIME_CLOSED = 5
+
+
+@dataclass(frozen=True)
+class Stats:
+    """A snapshot of a runtime's counters (SPEC T7, T10)."""
+
+    scheduler_threads: int
+    wakeup_primitives: int
+    os_timers: int
+    queue_len: int
+    live_timers: int
+    owners: int
+    wakeups: int
+    batches: int
+    records_published: int
+    host_crossings: int
+    records_received: int
+    completed_ok: int
+    completed_failed: int
+    completed_deferred: int
+    not_started: int
+    ticks_skipped: int
+    ticks_dropped_authority: int
+    registered: int
+    ended: int
+    cleanup_failures: int
+    invalid_completions: int
+    stale_entries_dropped: int
+    compactions: int
+    gate_waits: int
+
+    @property
+    def records_per_crossing(self) -> float:
+        """Records handed into Python per GIL entry (batch crossing)."""
+        return self.records_received / self.host_crossings if self.host_crossings else 0.0
+
+
+@dataclass(frozen=True)
+class TimerStats:
+    """Fixed-size counters of one timer generation (SPEC T8)."""
+
+    delivered: int
+    failed: int
+    skipped_ticks: int
+    last_scheduled_index: int
+
+
+def _nanos(value: object, name: str) -> int:
+    """A duration (float/int seconds or timedelta) as non-negative integer nanoseconds."""
+    if isinstance(value, bool):
+        raise ArgumentTypeError(f"{name} must be seconds (int/float) or a timedelta, not bool")
+    if isinstance(value, datetime.timedelta):
+        ns = (value // datetime.timedelta(microseconds=1)) * 1000
+    elif isinstance(value, int):
+        ns = value * 1_000_000_000
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidDurationError(f"{name} must be a finite number of seconds, got {value!r}")
+        ns = round(value * 1e9)
+    else:
+        raise ArgumentTypeError(
+            f"{name} must be seconds (int/float) or a timedelta, not {type(value).__name__}"
+        )
+    if ns < 0:
+        raise InvalidDurationError(f"{name} must not be negative, got {value!r}")
+    if ns > _U64_MAX:
+        raise InvalidDurationError(f"{name} is too large: {value!r}")
+    return ns
+
+
+def _opt_nanos(value: object, name: str) -> Optional[int]:
+    return None if value is None else _nanos(value, name)
+
+
+def _check_callable(obj: object, name: str) -> None:
+    if not callable(obj):
+        raise HandlerNotCallableError(f"{name} must be callable, got {type(obj).__name__}")
+
+
+def _default_exception_handler(exc: BaseException, tick: Any) -> None:
+    logger.error("spot_timer handler raised (%r)", tick, exc_info=exc)
+
+
+def _end_reason(code: int) -> EndReason:
+    return EndReason(code)
+
+
+class ManualClock:
+    """A clock that moves only when advanced: deterministic tests.
+
+    ``advance()`` returns after every runtime on this clock fired what became due (the
+    records are then ready for delivery; in ``dispatch="manual"`` mode call
+    ``runtime.dispatch()`` to run the handlers).
+    """
+
+    def __init__(self) -> None:
+        self._native = _native.ManualClock()
+        self._runtimes: "weakref.WeakSet[Runtime]" = weakref.WeakSet()
+
+    @property
+    def now(self) -> float:
+        """Current time in seconds since the clock was created."""
+        return self._native.now_ns() / 1e9
+
+    @property
+    def now_ns(self) -> int:
+        return int(self._native.now_ns())
+
+    def advance(self, by: Duration) -> None:
+        ns = _nanos(by, "by")
+        self._native.advance(ns)
+        for rt in list(self._runtimes):
+            if not rt.closed:
+                rt._native.sync()
+
+
+class Runtime:
+    """One spot-timer runtime: one scheduler thread, one deadline queue for all its timers."""
+
+    def __init__(
+        self,
+        clock: Optional[ManualClock] = None,
+        *,
+        dispatch: str = "thread",
+        exception_handler: Optional[ExceptionHandler] = None,
+        loop: Optional[asyncio.AbstractEventLoop] = None,
+        max_batch: int = _MAX_RECORDS_PER_BATCH,
+        batch_window: Duration = 0,
+    ) -> None:
+        if clock is not None and not isinstance(clock, ManualClock):
+            raise ArgumentTypeError(
+                f"clock must be None (real clock) or a ManualClock, not {type(clock).__name__}"
+            )
+        if dispatch not in ("thread", "asyncio", "manual"):
+            raise InvalidArgumentError(
+                f"dispatch must be 'thread', 'asyncio' or 'manual', got {dispatch!r}"
+            )
+        if isinstance(max_batch, bool) or not isinstance(max_batch, int):
+            raise ArgumentTypeError("max_batch must be an int")
+        if not 1 <= max_batch <= 1 << 20:
+            raise InvalidArgumentError(f"max_batch must be in 1..={1 << 20}, got {max_batch}")
+        if exception_handler is not None:
+            _check_callable(exception_handler, "exception_handler")
+        window_ns = _nanos(batch_window, "batch_window")
+        if window_ns > 100_000_000:
+            raise InvalidDurationError("batch_window must be at most 0.1 s")
+        self._clock = clock
+        self._mode = dispatch
+        self._max_batch = max_batch
+        self._native = _native.Runtime(clock._native if clock is not None else None)
+        self._exc_handler: ExceptionHandler = exception_handler or _default_exception_handler
+        self._native.set_exception_handler(self._exc_handler)
+        self._closed = False
+        self._lock = threading.Lock()
+        self._tags: Dict[int, Tuple[Any, Optional[asyncio.AbstractEventLoop], Any]] = {}
+        self._next_tag = 1
+        self._key_ids: Dict[Tuple[int, Hashable], int] = {}
+        self._next_key = _AUTO_KEY_BASE
+        self._thread: Optional[threading.Thread] = None
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._fd = -1
+        self._pump_scheduled = False
+        if clock is not None:
+            clock._runtimes.add(self)
+        if dispatch == "thread":
+            self._native.set_mode(_native.MODE_THREAD)
+            self._thread = threading.Thread(
+                target=_dispatcher_main,
+                args=(self._native.dispatcher(), weakref.ref(self), max_batch, window_ns),
+                name="spot-timer-dispatch",
+                daemon=True,
+            )
+            self._thread.start()
+        elif dispatch == "asyncio":
+            if loop is None:
+                try:
+                    loop = asyncio.get_running_loop()
+                except RuntimeError:
+                    self._native.close()
+                    raise DispatchModeError(
+                        "dispatch='asyncio' needs a running event loop or loop=..."
+                    ) from None
+            self._native.set_mode(_native.MODE_ASYNCIO)
+            self._loop = loop
+            self._fd = self._native.wakeup_fd()
+            loop.add_reader(self._fd, self._pump_asyncio)
+        else:
+            self._native.set_mode(_native.MODE_MANUAL)
+        _live_runtimes.add(self)
+
+    # -- context manager -------------------------------------------------------------
+    def __enter__(self) -> "Runtime":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- properties ------------------------------------------------------------------
+    @property
+    def closed(self) -> bool:
+        return self._closed or bool(self._native.is_closed())
+
+    @property
+    def clock(self) -> Optional[ManualClock]:
+        return self._clock
+
+    @property
+    def dispatch_mode(self) -> str:
+        return self._mode
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise RuntimeClosedError("runtime is closed")
+
+    # -- owners and timers -----------------------------------------------------------
+    def owner(
+        self,
+        id: int,
+        *,
+        lease: Optional[Duration] = None,
+        gate: GateMode = GateMode.SERIAL,
+    ) -> "Owner":
+        """Starts a new authority for owner ``id`` (an older authority of the id is revoked).
+
+        ``lease``: seconds/timedelta until the authority expires unless renewed (None: never).
+        ``gate``: SERIAL (default: one callback at a time across the owner's timers) or
+        CONCURRENT.
+        """
+        self._check_open()
+        if isinstance(id, bool) or not isinstance(id, int):
+            raise ArgumentTypeError(f"owner id must be an int, not {type(id).__name__}")
+        if not 0 <= id <= _U64_MAX:
+            raise InvalidArgumentError(f"owner id must be in 0..2**64-1, got {id}")
+        lease_ns = _opt_nanos(lease, "lease")
+        if lease_ns == 0:
+            raise InvalidDurationError("lease must be greater than zero")
+        if not isinstance(gate, GateMode):
+            if isinstance(gate, int) and not isinstance(gate, bool) and gate in (0, 1):
+                gate = GateMode(gate)
+            else:
+                raise ArgumentTypeError(f"gate must be a GateMode, not {gate!r}")
+        native = self._native.acquire_owner(id, lease_ns, gate == GateMode.CONCURRENT)
+        return Owner(self, native, lease_ns)
+
+    def _key_id(self, owner_id: int, key: Optional[Hashable]) -> Tuple[int, Hashable]:
+        if key is None:
+            with self._lock:
+                k = self._next_key
+                self._next_key += 1
+            return k, k
+        if isinstance(key, int) and not isinstance(key, bool) and 0 <= key < _AUTO_KEY_BASE:
+            return key, key
+        try:
+            hash(key)
+        except TypeError:
+            raise ArgumentTypeError(f"key must be hashable, not {type(key).__name__}") from None
+        with self._lock:
+            k = self._key_ids.get((owner_id, key))
+            if k is None:
+                k = self._next_key
+                self._next_key += 1
+                self._key_ids[(owner_id, key)] = k
+        return k, key
+
+    def cancel(self, timer: "Timer", timeout: Optional[Duration] = None) -> EndReason:
+        """Cancels ``timer`` (which must belong to this runtime) and waits for its result."""
+        if not isinstance(timer, Timer):
+            raise ArgumentTypeError(f"expected a Timer, not {type(timer).__name__}")
+        if timer._runtime is not self or not self._native.owns(timer._native):
+            raise ForeignTimerError("the timer belongs to a different runtime")
+        return timer.cancel(timeout)
+
+    # -- manual clock ----------------------------------------------------------------
+    def advance(self, by: Duration) -> None:
+        """Advances the ManualClock; returns once everything that became due was fired."""
+        if self._clock is None:
+            raise NotManualClockError("runtime does not use a manual clock")
+        self._check_open()
+        self._clock.advance(by)
+
+    def now(self) -> float:
+        """The runtime's clock in seconds (monotonic; boot time for the real clock)."""
+        return self._native.now_ns() / 1e9
+
+    # -- delivery ----------------------------------------------------------------------
+    def dispatch(self, timeout: Optional[Duration] = 0) -> int:
+        """``dispatch="manual"``: delivers ready records on this thread until none is left
+        and every completion was applied; returns the number of records handled. With a
+        timeout, first waits up to that long for records (None: until some arrive)."""
+        if self._mode != "manual":
+            raise DispatchModeError(
+                f"dispatch() is for dispatch='manual' runtimes; this one uses {self._mode!r}"
+            )
+        self._check_open()
+        timeout_ns: Optional[int] = _opt_nanos(timeout, "timeout")
+        total = 0
+        while True:
+            r = self._native.pump(timeout_ns, self._max_batch, False)
+            if r is None:
+                break
+            n, extras, pending = r
+            if extras:
+                self._handle_extras(extras)
+            total += n
+            timeout_ns = 0
+            if n == 0 and pending == 0:
+                if self._clock is None:
+                    break
+                # Records that went stale were completed inside the exchange without waiting
+                # for the scheduler; wait for it so what they changed is visible (and
+                # deliver anything they made due).
+                self._native.sync()
+                r = self._native.pump(0, self._max_batch, False)
+                if r is None:
+                    break
+                n, extras, pending = r
+                if extras:
+                    self._handle_extras(extras)
+                total += n
+                if n == 0 and pending == 0:
+                    break
+        return total
+
+    def _pump_asyncio(self) -> None:
+        self._pump_scheduled = False
+        if self._closed:
+            return
+        r = self._native.pump(0, self._max_batch, True)
+        if r is None:
+            self._detach_loop()
+            return
+        n, extras, _pending = r
+        if extras:
+            self._handle_extras(extras)
+
+    def _kick(self) -> None:
+        """asyncio mode: makes sure a pump runs soon (completions or backlog waiting)."""
+        loop = self._loop
+        if loop is None or self._pump_scheduled or self._closed:
+            return
+        self._pump_scheduled = True
+        try:
+            if _on_loop_thread(loop):
+                loop.call_soon(self._pump_asyncio)
+            else:
+                loop.call_soon_threadsafe(self._pump_asyncio)
+        except RuntimeError:  # loop closed
+            self._pump_scheduled = False
+
+    def _handle_extras(self, extras: Any) -> None:
+        for item in extras:
+            if item[0] == 0:
+                _kind, token, timer_id, coro = item
+                self._start_coroutine(token, timer_id, coro)
+            else:
+                _kind, tag, ok, value = item
+                self._resolve_tag(tag, ok, value)
+
+    def _start_coroutine(self, token: int, timer_id: int, coro: Any) -> None:
+        loop = self._loop
+        assert loop is not None
+        task = asyncio.ensure_future(coro, loop=loop)
+        native = self._native
+
+        def done(t: "asyncio.Future[Any]") -> None:
+            ok = True
+            if t.cancelled():
+                ok = False
+            else:
+                exc = t.exception()
+                if exc is not None:
+                    ok = False
+                    self._report(exc, None)
+            native.complete_async(token, timer_id, ok)
+            self._kick()
+
+        task.add_done_callback(done)
+
+    def _report(self, exc: BaseException, tick: Any) -> None:
+        try:
+            self._exc_handler(exc, tick)
+        except Exception:  # pragma: no cover - last resort
+            logger.exception("spot_timer exception handler raised")
+
+    def set_exception_handler(self, handler: Optional[ExceptionHandler]) -> None:
+        """Sets where handler exceptions go (``handler(exc, tick)``); None: ``logging``."""
+        if handler is not None:
+            _check_callable(handler, "exception handler")
+        self._exc_handler = handler or _default_exception_handler
+        self._native.set_exception_handler(self._exc_handler)
+
+    # -- cancel notices ----------------------------------------------------------------
+    def _new_tag(self, fut: Any, loop: Optional[asyncio.AbstractEventLoop], native_timer: Any) -> int:
+        with self._lock:
+            tag = self._next_tag
+            self._next_tag += 1
+            self._tags[tag] = (fut, loop, native_timer)
+        return tag
+
+    def _resolve_tag(self, tag: int, ok: bool, value: Any) -> None:
+        with self._lock:
+            entry = self._tags.pop(tag, None)
+        if entry is not None:
+            _resolve(entry[0], entry[1], ok, value)
+
+    def _await_end(self, native_timer: Any, fut: Any, loop: Optional[asyncio.AbstractEventLoop]) -> None:
+        if self.closed:
+            r = native_timer.result()
+            if r is None:
+                raise RuntimeClosedError("runtime is closed")
+        tag = self._new_tag(fut, loop, native_timer)
+        try:
+            r = native_timer.cancel_notice(tag)
+        except BaseException:
+            with self._lock:
+                self._tags.pop(tag, None)
+            raise
+        if r is not None:
+            self._resolve_tag(tag, r[0], r[1])
+        elif self._mode == "asyncio":
+            self._kick()
+
+    # -- stats and shutdown --------------------------------------------------------------
+    def stats(self) -> Stats:
+        return Stats(**self._native.stats())
+
+    def held_python_objects(self) -> int:
+        """Python callables the runtime holds for live timers (diagnostics)."""
+        return int(self._native.held_objects())
+
+    def _detach_loop(self) -> None:
+        loop, self._loop = self._loop, None
+        if loop is not None and self._fd >= 0:
+            try:
+                if _on_loop_thread(loop) or not loop.is_running():
+                    loop.remove_reader(self._fd)
+                else:
+                    loop.call_soon_threadsafe(loop.remove_reader, self._fd)
+            except (RuntimeError, ValueError, OSError):
+                pass
+        self._fd = -1
+
+    def close(self, timeout: Optional[Duration] = 2.0) -> None:
+        """Ends every timer (EndReason.RUNTIME_CLOSED), stops the scheduler and the
+        dispatcher. Idempotent. Waits up to ``timeout`` for the dispatcher thread."""
+        if self._closed:
+            return
+        self._closed = True
+        self._detach_loop()
+        self._native.close()
+        with self._lock:
+            tags, self._tags = self._tags, {}
+        for fut, loop, native_timer in tags.values():
+            try:
+                code = native_timer.result()
+                if code is None:
+                    _resolve(fut, loop, True, int(EndReason.RUNTIME_CLOSED))
+                else:
+                    _resolve(fut, loop, True, code)
+            except SpotTimerError as e:
+                _resolve(fut, loop, False, e)
+        t = self._thread
+        if t is not None and t is not threading.current_thread() and t.is_alive():
+            t.join(None if timeout is None else _nanos(timeout, "timeout") / 1e9)
+        _live_runtimes.discard(self)
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else "open"
+        return f"<spot_timer.Runtime {self._mode} {state}>"
+
+
+def _on_loop_thread(loop: asyncio.AbstractEventLoop) -> bool:
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False
+
+
+def _resolve(fut: Any, loop: Optional[asyncio.AbstractEventLoop], ok: bool, value: Any) -> None:
+    def apply() -> None:
+        if fut.done():
+            return
+        if ok:
+            fut.set_result(_end_reason(value))
+        else:
+            fut.set_exception(value)
+
+    if loop is None or _on_loop_thread(loop):
+        try:
+            apply()
+        except concurrent.futures.InvalidStateError:
+            pass
+    else:
+        try:
+            loop.call_soon_threadsafe(apply)
+        except RuntimeError:  # loop closed
+            pass
+
+
+def _dispatcher_main(
+    native: Any, rt_ref: "weakref.ReferenceType[Runtime]", max_batch: int, window_ns: int
+) -> None:
+    """The dispatcher thread: one Python thread state for the runtime's life, one GIL entry
+    per batch (the native pump waits detached and runs the whole batch when attached).
+    ``native`` is a handle without Python references, so the runtime stays collectable."""
+    while True:
+        try:
+            r = native.pump(None, max_batch, False, window_ns)
+        except BaseException:  # pragma: no cover - keep delivering
+            logger.exception("spot_timer dispatcher error")
+            if native.is_closed():
+                return
+            continue
+        if r is None:
+            return
+        extras = r[1]
+        if extras:
+            rt = rt_ref()
+            if rt is not None:
+                rt._handle_extras(extras)
+
+
+class Owner:
+    """One authority of an owner (a Spot): registers timers, renews or revokes its lease."""
+
+    __slots__ = ("_runtime", "_native", "_lease_ns", "__weakref__")
+
+    def __init__(self, runtime: Runtime, native: Any, lease_ns: Optional[int]) -> None:
+        self._runtime = runtime
+        self._native = native
+        self._lease_ns = lease_ns
+
+    @property
+    def id(self) -> int:
+        return int(self._native.id)
+
+    @property
+    def epoch(self) -> int:
+        return int(self._native.epoch)
+
+    @property
+    def runtime(self) -> Runtime:
+        return self._runtime
+
+    def is_valid(self) -> bool:
+        """True while this authority is current and its lease has not run out."""
+        try:
+            self._native.check()
+        except (LeaseExpiredError, RevokedError):
+            return False
+        return True
+
+    def renew(self, lease: Optional[Duration] = None) -> None:
+        """Extends the lease to now + ``lease`` (default: the lease given at acquisition).
+        Raises LeaseExpiredError once it ran out, RevokedError after revoke()."""
+        self._runtime._check_open()
+        lease_ns = self._lease_ns if lease is None else _nanos(lease, "lease")
+        if lease_ns == 0:
+            raise InvalidDurationError("lease must be greater than zero")
+        self._native.renew(lease_ns)
+
+    def revoke(self) -> None:
+        """Ends this authority: its timers end with EndReason.REVOKED and never run again."""
+        self._runtime._check_open()
+        self._native.revoke()
+
+    def every(
+        self,
+        period: Duration,
+        handler: Handler,
+        *,
+        key: Optional[Hashable] = None,
+        policy: OverrunPolicy = OverrunPolicy.SKIP_LATE_TICKS,
+        max_catch_up_ticks: int = 1,
+        first_due: Optional[Duration] = None,
+        on_release: Optional[Callable[[], object]] = None,
+    ) -> "Timer":
+        """Registers a repeating timer: ``handler(tick)`` every ``period`` (first due after
+        ``first_due``, default one period). Re-registering a key replaces its timer."""
+        self._runtime._check_open()
+        period_ns = _nanos(period, "period")
+        if period_ns == 0:
+            raise InvalidDurationError("period must be greater than zero")
+        first_ns = _opt_nanos(first_due, "first_due")
+        if not isinstance(policy, OverrunPolicy):
+            if isinstance(policy, int) and not isinstance(policy, bool) and policy in (0, 1, 2):
+                policy = OverrunPolicy(policy)
+            else:
+                raise ArgumentTypeError(f"policy must be an OverrunPolicy, not {policy!r}")
+        if isinstance(max_catch_up_ticks, bool) or not isinstance(max_catch_up_ticks, int):
+            raise ArgumentTypeError(
+                f"max_catch_up_ticks must be an int, not {type(max_catch_up_ticks).__name__}"
+            )
+        if policy == OverrunPolicy.CATCH_UP_BOUNDED:
+            if not 1 <= max_catch_up_ticks <= _I32_MAX:
+                raise InvalidArgumentError(
+                    f"max_catch_up_ticks must be in 1..={_I32_MAX} with CATCH_UP_BOUNDED, "
+                    f"got {max_catch_up_ticks}"
+                )
+            mct = max_catch_up_ticks
+        else:
+            mct = 1
+        return self._register(period_ns, first_ns, int(policy), mct, handler, key, on_release)
+
+    def after(
+        self,
+        delay: Duration,
+        handler: Handler,
+        *,
+        key: Optional[Hashable] = None,
+        on_release: Optional[Callable[[], object]] = None,
+    ) -> "Timer":
+        """Registers a one-shot timer: ``handler(tick)`` once, ``delay`` from now."""
+        self._runtime._check_open()
+        delay_ns = _nanos(delay, "delay")
+        return self._register(None, delay_ns, 0, 1, handler, key, on_release)
+
+    def _register(
+        self,
+        period_ns: Optional[int],
+        first_ns: Optional[int],
+        policy: int,
+        mct: int,
+        handler: Handler,
+        key: Optional[Hashable],
+        on_release: Optional[Callable[[], object]],
+    ) -> "Timer":
+        _check_callable(handler, "handler")
+        if on_release is not None:
+            _check_callable(on_release, "on_release")
+        key_id, key_obj = self._runtime._key_id(self.id, key)
+        native = self._native.register(key_id, period_ns, first_ns, policy, mct, handler, on_release)
+        return Timer(self._runtime, native, key_obj)
+
+    def enter_gate(self, timeout: Optional[Duration] = None) -> bool:
+        """Takes the owner's execution gate for the caller's own work (no timer callback of
+        this owner starts meanwhile). False on timeout."""
+        return bool(self._native.enter_gate(_opt_nanos(timeout, "timeout")))
+
+    def leave_gate(self) -> None:
+        self._native.leave_gate()
+
+    def __repr__(self) -> str:
+        return f"<spot_timer.Owner id={self.id} epoch={self.epoch}>"
+
+
+class Timer:
+    """The handle of one timer generation (owner, key, generation)."""
+
+    __slots__ = ("_runtime", "_native", "_key", "__weakref__")
+
+    def __init__(self, runtime: Runtime, native: Any, key: Hashable) -> None:
+        self._runtime = runtime
+        self._native = native
+        self._key = key
+
+    @property
+    def key(self) -> Hashable:
+        return self._key
+
+    @property
+    def owner_id(self) -> int:
+        return int(self._native.owner_id)
+
+    @property
+    def runtime(self) -> Runtime:
+        return self._runtime
+
+    @property
+    def is_live(self) -> bool:
+        """True while this generation may still start callbacks."""
+        return bool(self._native.is_live())
+
+    def result(self) -> Optional[EndReason]:
+        """The terminal result once there is one (raises CleanupFailedError if the release
+        hook failed); None while the timer lives."""
+        code = self._native.result()
+        return None if code is None else EndReason(code)
+
+    def stats(self) -> TimerStats:
+        return TimerStats(**self._native.stats())
+
+    def cancel(self, timeout: Optional[Duration] = None) -> EndReason:
+        """Cancels and waits (GIL released, Ctrl-C responsive) for the terminal result:
+        after a running callback ended and cleanup ran. Every caller sees the same result.
+        Raises WouldDeadlockError from inside this timer's own handler (the cancel still
+        takes effect), CancelTimeoutError on timeout."""
+        timeout_ns = _opt_nanos(timeout, "timeout")
+        rt = self._runtime
+        try:
+            code = self._native.cancel(timeout_ns)
+        finally:
+            if rt._mode == "asyncio":
+                rt._kick()
+        return EndReason(code)
+
+    def cancel_nowait(self) -> "concurrent.futures.Future[EndReason]":
+        """Cancels without waiting; the future resolves with the terminal result (works
+        from inside the timer's own handler)."""
+        fut: "concurrent.futures.Future[EndReason]" = concurrent.futures.Future()
+        self._runtime._await_end(self._native, fut, None)
+        return fut
+
+    async def cancel_async(self) -> EndReason:
+        """Cancels without blocking the event loop; resolves with the terminal result."""
+        loop = asyncio.get_running_loop()
+        fut: "asyncio.Future[EndReason]" = loop.create_future()
+        self._runtime._await_end(self._native, fut, loop)
+        return await fut
+
+    def __repr__(self) -> str:
+        return f"<spot_timer.Timer owner={self.owner_id} key={self._key!r} live={self.is_live}>"
+
+
+_live_runtimes: "weakref.WeakSet[Runtime]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all_at_exit() -> None:
+    """Interpreter shutdown: close every live runtime so no dispatcher or scheduler thread
+    touches the interpreter while it finalizes."""
+    for rt in list(_live_runtimes):
+        try:
+            rt.close(timeout=1.0)
+        except Exception:  # pragma: no cover
+            pass

@@ -1,0 +1,258 @@
+import asyncio
+import concurrent.futures
+import datetime
+import enum
+import logging
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Hashable, Optional, Tuple, Union, final
+
+from ._errors import (
+    ArgumentTypeError as ArgumentTypeError,
+    CancelTimeoutError as CancelTimeoutError,
+    CapacityExhaustedError as CapacityExhaustedError,
+    CleanupFailedError as CleanupFailedError,
+    DispatchModeError as DispatchModeError,
+    ForeignTimerError as ForeignTimerError,
+    HandlerNotCallableError as HandlerNotCallableError,
+    InvalidArgumentError as InvalidArgumentError,
+    InvalidCompletionError as InvalidCompletionError,
+    InvalidDurationError as InvalidDurationError,
+    LeaseExpiredError as LeaseExpiredError,
+    NativeOSError as NativeOSError,
+    NotManualClockError as NotManualClockError,
+    RevokedError as RevokedError,
+    RuntimeClosedError as RuntimeClosedError,
+    SpotTimerError as SpotTimerError,
+    StaleHandleError as StaleHandleError,
+    UnknownOwnerError as UnknownOwnerError,
+    WouldDeadlockError as WouldDeadlockError,
+)
+
+__all__ = [
+    "Runtime",
+    "ManualClock",
+    "Owner",
+    "Timer",
+    "Tick",
+    "Stats",
+    "TimerStats",
+    "OverrunPolicy",
+    "GateMode",
+    "EndReason",
+    "Duration",
+    "Handler",
+    "ExceptionHandler",
+    "SpotTimerError",
+    "InvalidArgumentError",
+    "InvalidDurationError",
+    "ArgumentTypeError",
+    "HandlerNotCallableError",
+    "UnknownOwnerError",
+    "LeaseExpiredError",
+    "RevokedError",
+    "StaleHandleError",
+    "ForeignTimerError",
+    "InvalidCompletionError",
+    "CancelTimeoutError",
+    "WouldDeadlockError",
+    "CleanupFailedError",
+    "RuntimeClosedError",
+    "NotManualClockError",
+    "CapacityExhaustedError",
+    "NativeOSError",
+    "DispatchModeError",
+]
+
+logger: logging.Logger
+
+Duration = Union[float, int, datetime.timedelta]
+Handler = Callable[[Any], Any]
+ExceptionHandler = Callable[[BaseException, Any], None]
+
+@final
+class Tick:
+    """Tick info of one callback (SPEC T4); frozen."""
+    @property
+    def delivery_index(self) -> int: ...
+    @property
+    def scheduled_index(self) -> int: ...
+    @property
+    def skipped_ticks(self) -> int: ...
+    @property
+    def owner_id(self) -> int: ...
+    @property
+    def key(self) -> int: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    def __ne__(self, value: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+
+class OverrunPolicy(enum.IntEnum):
+    SKIP_LATE_TICKS = 0
+    CATCH_UP_BOUNDED = 1
+    DELAY_NEXT_TICK = 2
+
+class GateMode(enum.IntEnum):
+    SERIAL = 0
+    CONCURRENT = 1
+
+class EndReason(enum.IntEnum):
+    CANCELLED = 0
+    SUPERSEDED = 1
+    COMPLETED = 2
+    LEASE_EXPIRED = 3
+    REVOKED = 4
+    RUNTIME_CLOSED = 5
+
+@dataclass(frozen=True)
+class Stats:
+    scheduler_threads: int
+    wakeup_primitives: int
+    os_timers: int
+    queue_len: int
+    live_timers: int
+    owners: int
+    wakeups: int
+    batches: int
+    records_published: int
+    host_crossings: int
+    records_received: int
+    completed_ok: int
+    completed_failed: int
+    completed_deferred: int
+    not_started: int
+    ticks_skipped: int
+    ticks_dropped_authority: int
+    registered: int
+    ended: int
+    cleanup_failures: int
+    invalid_completions: int
+    stale_entries_dropped: int
+    compactions: int
+    gate_waits: int
+    def __init__(
+        self,
+        scheduler_threads: int,
+        wakeup_primitives: int,
+        os_timers: int,
+        queue_len: int,
+        live_timers: int,
+        owners: int,
+        wakeups: int,
+        batches: int,
+        records_published: int,
+        host_crossings: int,
+        records_received: int,
+        completed_ok: int,
+        completed_failed: int,
+        completed_deferred: int,
+        not_started: int,
+        ticks_skipped: int,
+        ticks_dropped_authority: int,
+        registered: int,
+        ended: int,
+        cleanup_failures: int,
+        invalid_completions: int,
+        stale_entries_dropped: int,
+        compactions: int,
+        gate_waits: int,
+    ) -> None: ...
+    @property
+    def records_per_crossing(self) -> float: ...
+
+@dataclass(frozen=True)
+class TimerStats:
+    delivered: int
+    failed: int
+    skipped_ticks: int
+    last_scheduled_index: int
+    def __init__(
+        self, delivered: int, failed: int, skipped_ticks: int, last_scheduled_index: int
+    ) -> None: ...
+
+class ManualClock:
+    def __init__(self) -> None: ...
+    @property
+    def now(self) -> float: ...
+    @property
+    def now_ns(self) -> int: ...
+    def advance(self, by: Duration) -> None: ...
+
+class Runtime:
+    def __init__(
+        self,
+        clock: Optional[ManualClock] = None,
+        *,
+        dispatch: str = "thread",
+        exception_handler: Optional[ExceptionHandler] = None,
+        loop: Optional[asyncio.AbstractEventLoop] = None,
+        max_batch: int = 8192,
+        batch_window: Duration = 0,
+    ) -> None: ...
+    def __enter__(self) -> Runtime: ...
+    def __exit__(self, *exc: object) -> None: ...
+    @property
+    def closed(self) -> bool: ...
+    @property
+    def clock(self) -> Optional[ManualClock]: ...
+    @property
+    def dispatch_mode(self) -> str: ...
+    def owner(
+        self, id: int, *, lease: Optional[Duration] = None, gate: GateMode = GateMode.SERIAL
+    ) -> Owner: ...
+    def cancel(self, timer: Timer, timeout: Optional[Duration] = None) -> EndReason: ...
+    def advance(self, by: Duration) -> None: ...
+    def now(self) -> float: ...
+    def dispatch(self, timeout: Optional[Duration] = 0) -> int: ...
+    def set_exception_handler(self, handler: Optional[ExceptionHandler]) -> None: ...
+    def stats(self) -> Stats: ...
+    def held_python_objects(self) -> int: ...
+    def close(self, timeout: Optional[Duration] = 2.0) -> None: ...
+
+class Owner:
+    def __init__(self, runtime: Runtime, native: Any, lease_ns: Optional[int]) -> None: ...
+    @property
+    def id(self) -> int: ...
+    @property
+    def epoch(self) -> int: ...
+    @property
+    def runtime(self) -> Runtime: ...
+    def is_valid(self) -> bool: ...
+    def renew(self, lease: Optional[Duration] = None) -> None: ...
+    def revoke(self) -> None: ...
+    def every(
+        self,
+        period: Duration,
+        handler: Handler,
+        *,
+        key: Optional[Hashable] = None,
+        policy: OverrunPolicy = OverrunPolicy.SKIP_LATE_TICKS,
+        max_catch_up_ticks: int = 1,
+        first_due: Optional[Duration] = None,
+        on_release: Optional[Callable[[], object]] = None,
+    ) -> Timer: ...
+    def after(
+        self,
+        delay: Duration,
+        handler: Handler,
+        *,
+        key: Optional[Hashable] = None,
+        on_release: Optional[Callable[[], object]] = None,
+    ) -> Timer: ...
+    def enter_gate(self, timeout: Optional[Duration] = None) -> bool: ...
+    def leave_gate(self) -> None: ...
+
+class Timer:
+    def __init__(self, runtime: Runtime, native: Any, key: Hashable) -> None: ...
+    @property
+    def key(self) -> Hashable: ...
+    @property
+    def owner_id(self) -> int: ...
+    @property
+    def runtime(self) -> Runtime: ...
+    @property
+    def is_live(self) -> bool: ...
+    def result(self) -> Optional[EndReason]: ...
+    def stats(self) -> TimerStats: ...
+    def cancel(self, timeout: Optional[Duration] = None) -> EndReason: ...
+    def cancel_nowait(self) -> concurrent.futures.Future[EndReason]: ...
+    async def cancel_async(self) -> EndReason: ...

@@ -1,0 +1,74 @@
+"""Delivery mode 1: one dispatcher thread, one GIL entry per batch."""
+import threading
+import time
+
+import spot_timer as st
+from conftest import MS
+
+
+def _wait_for(pred, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(0.005)
+    return pred()
+
+
+def test_threads_one_crossing_per_batch():
+    clock = st.ManualClock()
+    rt = st.Runtime(clock, dispatch="thread")
+    try:
+        seen = []
+        threads = set()
+        for i in range(500):
+            rt.owner(i).every(10 * MS, lambda tick: (seen.append(tick), threads.add(threading.get_ident())))
+        rt.advance(10 * MS)  # 500 records become due at one scheduler wakeup
+        assert _wait_for(lambda: len(seen) == 500)
+        s = rt.stats()
+        assert s.host_crossings == 1, s
+        assert s.records_received == 500
+        assert len(threads) == 1 and threading.get_ident() not in threads
+        assert s.scheduler_threads == 1 and s.os_timers == 0
+    finally:
+        rt.close()
+
+
+def test_threads_real_clock_delivers_and_batches():
+    # Timers registered a few microseconds apart come due at different scheduler wakeups;
+    # a 2 ms batch window lets the dispatcher collect them into one GIL entry.
+    rt = st.Runtime(batch_window=0.002)
+    try:
+        count = [0]
+
+        def handler(tick):
+            count[0] += 1
+
+        for i in range(200):
+            rt.owner(i).every(5 * MS, handler, first_due=5 * MS)
+        time.sleep(0.4)
+        s = rt.stats()
+        assert count[0] > 1000
+        assert s.records_per_crossing > 10, s
+    finally:
+        rt.close()
+    assert rt.closed
+    assert rt.stats().scheduler_threads == 0
+
+
+def test_threads_cancel_nowait_future():
+    rt = st.Runtime()
+    try:
+        timer = rt.owner(1).every(5 * MS, lambda t: None)
+        fut = timer.cancel_nowait()
+        assert fut.result(5) is st.EndReason.CANCELLED
+    finally:
+        rt.close()
+
+
+def test_threads_close_resolves_pending_futures_and_ends_timers():
+    rt = st.Runtime()
+    timer = rt.owner(1).every(10.0, lambda t: None)
+    rt.close()
+    assert timer.result() is st.EndReason.RUNTIME_CLOSED
+    assert timer.cancel() is st.EndReason.RUNTIME_CLOSED

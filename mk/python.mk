@@ -1,0 +1,39 @@
+# Python binding (bindings/python, pyo3 + maturin). Own venv under build/venv-python.
+# The binding is not a member of the Cargo workspace: it has its own Cargo.lock and target/.
+PY_VENV := $(BUILD)/venv-python
+PY := $(PY_VENV)/bin/python
+PY_STAMP := $(PY_VENV)/.deps-stamp
+PY_SOURCES := $(shell find bindings/python/src bindings/python/python -type f 2>/dev/null) \
+	bindings/python/Cargo.toml bindings/python/Cargo.lock bindings/python/pyproject.toml \
+	$(shell find core/src -type f) core/Cargo.toml
+PY_INSTALLED := $(PY_VENV)/.spot-timer-stamp
+
+TEST_TARGETS += test-python
+DEMO_TARGETS += demo-python
+BENCH_TARGETS += bench-python
+
+.PHONY: python-install test-python demo-python bench-python lint-python
+
+$(PY_STAMP):
+	python3 -m venv $(PY_VENV)
+	$(PY) -m pip install -q "maturin>=1.7,<2" "pytest>=7" pytest-timeout "mypy>=1.8"
+	touch $@
+
+# `pip install ./bindings/python`: the PEP 517 build (maturin, abi3 wheel) a user would run.
+$(PY_INSTALLED): $(PY_STAMP) $(PY_SOURCES)
+	$(PY) -m pip install -q --force-reinstall --no-deps ./bindings/python
+	touch $@
+
+python-install: $(PY_INSTALLED)
+
+test-python: lint-python $(PY_INSTALLED)
+	cd bindings/python && $(PY) -m pytest -q --timeout 120 tests
+
+lint-python:
+	cd bindings/python && $(CARGO) fmt --check && $(CARGO) clippy --release -- -D warnings
+
+demo-python: $(PY_INSTALLED)
+	$(PY) examples/python/demo.py
+
+bench-python: $(PY_INSTALLED)
+	$(PY) bench/python_bench.py $(if $(QUICK),--quick,)
