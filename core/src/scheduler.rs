@@ -80,7 +80,8 @@ struct TimerState<P> {
     seq: u32,
     in_flight: Option<InFlight>,
     /// A generation that ends as soon as its running callback completes.
-    ending: Option<(Arc<TimerCell<P>>, EndReason)>,
+    /// (with the nominal ticks that had come due when it ended).
+    ending: Option<(Arc<TimerCell<P>>, EndReason, u64)>,
 }
 
 impl<P> Default for TimerState<P> {
@@ -278,16 +279,17 @@ impl<P: Send + Sync + 'static> Scheduler<P> {
     /// Ends a generation that is no longer the slot's live one: at once, or when its
     /// running callback completes.
     fn retire_generation(&mut self, slot: u32, cell: Arc<TimerCell<P>>, reason: EndReason) {
+        let due = self.ticks_due(slot, &cell, self.shared.now());
         let st = &mut self.timers[slot as usize];
         let running = st
             .in_flight
             .as_ref()
             .is_some_and(|f| f.generation == cell.id.generation);
         if !running {
-            self.finish(cell, reason);
+            self.finish(cell, reason, due);
             return;
         }
-        st.ending = Some((cell, reason));
+        st.ending = Some((cell, reason, due));
         // A record the host has not received yet will never start: take it back now, so
         // that the end does not wait for a host that may be the one waiting for it.
         let seq = st.in_flight.as_ref().map_or(0, |f| f.seq);
@@ -381,7 +383,6 @@ impl<P: Send + Sync + 'static> Scheduler<P> {
             return;
         }
         if let Err(e) = cell.owner.check(cell.epoch, now) {
-            Counters::add(&self.shared.counters.ticks_dropped_authority, 1);
             self.end_generation(slot, end_reason_for(&e));
             return;
         }
@@ -502,7 +503,7 @@ impl<P: Send + Sync + 'static> Scheduler<P> {
         let owner_index = st
             .ending
             .as_ref()
-            .map(|(c, _)| &c.owner)
+            .map(|(c, _, _)| &c.owner)
             .or(st.cell.as_ref().map(|c| &c.owner))
             .map(|o| {
                 if f.holds_gate {
@@ -511,13 +512,13 @@ impl<P: Send + Sync + 'static> Scheduler<P> {
                 o.index
             });
         let mut park_deferred = false;
-        if let Some((cell, reason)) = st.ending.take() {
+        if let Some((cell, reason, due)) = st.ending.take() {
             match c.outcome {
                 Outcome::Ok | Outcome::Failed => commit(&cell, f.tick, c.outcome, counters),
                 Outcome::NotStarted => Counters::add(&counters.not_started, 1),
                 Outcome::Deferred => Counters::add(&counters.completed_deferred, 1),
             }
-            self.finish(cell, reason);
+            self.finish(cell, reason, due);
             if self.timers[slot as usize].cell.is_none() {
                 self.release_slot(slot);
             }
@@ -638,8 +639,40 @@ impl<P: Send + Sync + 'static> Scheduler<P> {
         self.releases = releases;
     }
 
-    /// Publishes a generation's terminal result after its cleanup.
-    fn finish(&mut self, cell: Arc<TimerCell<P>>, reason: EndReason) {
+    /// Nominal ticks of the slot's generation `cell` that have come due by `now` (the
+    /// slot's spec still being that generation's).
+    fn ticks_due(&self, slot: u32, cell: &TimerCell<P>, now: Nanos) -> u64 {
+        let st = &self.timers[slot as usize];
+        let delivered = cell.delivered.load(Ordering::Relaxed);
+        let last = cell.last_scheduled.load(Ordering::Relaxed);
+        let in_flight = st
+            .in_flight
+            .as_ref()
+            .filter(|f| f.generation == cell.id.generation)
+            .map_or(0, |f| f.tick.scheduled_index);
+        let due = if st.spec.period == 0 {
+            u64::from(now >= st.t0)
+        } else if st.spec.policy == OverrunPolicy::DelayNextTick {
+            delivered + u64::from(now >= st.next_due)
+        } else {
+            newest_due(st.t0, st.spec.period, now)
+        };
+        due.max(last).max(in_flight)
+    }
+
+    /// Publishes a generation's terminal result after its cleanup, and accounts for the
+    /// `due` ticks it had: every one was delivered, skipped by policy, or is counted here
+    /// as dropped (authority ended) or discarded (cancelled, superseded, closed).
+    fn finish(&mut self, cell: Arc<TimerCell<P>>, reason: EndReason, due: u64) {
+        let counters = &self.shared.counters;
+        let undelivered = due.saturating_sub(cell.last_scheduled.load(Ordering::Relaxed));
+        Counters::add(&counters.ticks_due, due);
+        match reason {
+            EndReason::LeaseExpired | EndReason::Revoked => {
+                Counters::add(&counters.ticks_dropped_authority, undelivered)
+            }
+            _ => Counters::add(&counters.ticks_discarded, undelivered),
+        }
         let hook = cell.release.lock().take();
         let result: EndResult = match hook {
             None => Ok(reason),
@@ -777,15 +810,16 @@ impl<P: Send + Sync + 'static> Scheduler<P> {
 
     fn shutdown(&mut self) {
         self.shared.closed.store(true, Ordering::Release);
+        let now = self.shared.now();
         for slot in 0..self.timers.len() as u32 {
-            if let Some((cell, reason)) = self.timers[slot as usize].ending.take() {
-                let _ = reason;
-                self.finish(cell, EndReason::RuntimeClosed);
+            if let Some((cell, _, due)) = self.timers[slot as usize].ending.take() {
+                self.finish(cell, EndReason::RuntimeClosed, due);
             }
             if let Some(cell) = self.timers[slot as usize].cell.take() {
                 let live = live_value(cell.id.generation);
                 cell.live_word().store(live | 1, Ordering::Release);
-                self.finish(cell, EndReason::RuntimeClosed);
+                let due = self.ticks_due(slot, &cell, now);
+                self.finish(cell, EndReason::RuntimeClosed, due);
             }
         }
         self.batch.clear();

@@ -55,8 +55,16 @@ counters! {
     not_started,
     /// Nominal ticks skipped by the overrun policy (sum of `skipped_ticks`).
     ticks_skipped,
-    /// Due ticks dropped because the owner lease was over or the authority revoked.
+    /// Nominal ticks that had come due, summed over generations when they end. Once every
+    /// generation has ended: `ticks_due == completed_ok + completed_failed + ticks_skipped
+    /// + ticks_dropped_authority + ticks_discarded`.
+    ticks_due,
+    /// Due ticks never delivered because the owner lease ran out or the authority was
+    /// revoked.
     ticks_dropped_authority,
+    /// Due ticks never delivered because the generation was cancelled, superseded or the
+    /// runtime closed.
+    ticks_discarded,
     /// Registrations accepted.
     registered,
     /// Generations ended (any reason).

@@ -354,7 +354,10 @@ fn contract_11_no_start_after_lease_expiry_and_no_backlog_on_resume() {
             .unwrap_err(),
         Error::LeaseExpired
     );
-    assert!(h.rt.stats().ticks_dropped_authority <= 1);
+    // The backlog of the pause was dropped, not delivered: 9 delivered, ~200 dropped.
+    let s = h.rt.stats();
+    assert_eq!(s.completed_ok, 9);
+    assert!(s.ticks_dropped_authority >= 190, "{s:?}");
 
     // A record handed out before the deadline does not start after it.
     let o2 = h.owner_with(2, OwnerOptions::lease(ms(50)));

@@ -378,3 +378,69 @@ fn lease_expiry_takes_back_records_waiting_in_the_ready_queue() {
     );
     assert!(h.poll().is_empty());
 }
+
+#[test]
+fn every_due_tick_is_accounted_for_once_all_generations_end() {
+    let h = Host::new();
+    let plain = h.owner(1);
+    let leased = h.owner_with(2, OwnerOptions::lease(ms(45)));
+    let _skip = plain
+        .register(1, TimerSpec::every(ms(10)), 0, None)
+        .unwrap();
+    let catch_up = TimerSpec::every(ms(7))
+        .policy(OverrunPolicy::CatchUpBounded)
+        .max_catch_up_ticks(2);
+    let _c = plain.register(2, catch_up, 0, None).unwrap();
+    let delay = TimerSpec::every(ms(5)).policy(OverrunPolicy::DelayNextTick);
+    let cancelled = plain.register(3, delay, 0, None).unwrap();
+    let _l = leased
+        .register(1, TimerSpec::every(ms(10)), 0, None)
+        .unwrap();
+    let _once = leased
+        .register(2, TimerSpec::after(ms(12)), 0, None)
+        .unwrap();
+    let mut started = 0;
+    let mut ready = Vec::new();
+    for step in 0..60u64 {
+        h.advance(ms(3 + step % 11));
+        ready.extend(h.poll());
+        let mut done = Vec::new();
+        for r in ready.drain(..) {
+            let outcome = match step % 5 {
+                0 => Outcome::Deferred,
+                _ if !h.rt.begin(&r) => Outcome::NotStarted,
+                1 => Outcome::Failed,
+                _ => Outcome::Ok,
+            };
+            if matches!(outcome, Outcome::Ok | Outcome::Failed) {
+                started += 1;
+            }
+            done.push(r.complete(outcome));
+        }
+        ready = h.exchange(&done);
+        if step == 30 {
+            cancelled.cancel_nowait().unwrap();
+            plain.register(1, TimerSpec::every(ms(4)), 1, None).unwrap();
+        }
+        if step % 7 == 0 {
+            plain.retry_deferred().unwrap();
+        }
+    }
+    h.rt.close();
+    let s = h.rt.stats();
+    assert_eq!(s.live_timers, 0);
+    assert_eq!(s.completed_ok + s.completed_failed, started, "{s:?}");
+    assert_eq!(
+        s.ticks_due,
+        s.completed_ok
+            + s.completed_failed
+            + s.ticks_skipped
+            + s.ticks_dropped_authority
+            + s.ticks_discarded,
+        "{s:?}"
+    );
+    assert!(
+        s.ticks_skipped > 0 && s.ticks_dropped_authority > 0 && s.ticks_discarded > 0,
+        "{s:?}"
+    );
+}
