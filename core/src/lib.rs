@@ -38,6 +38,7 @@ mod queue;
 mod runtime;
 mod scheduler;
 mod stats;
+mod sync;
 mod table;
 mod tick;
 mod timer;

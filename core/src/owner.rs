@@ -1,13 +1,14 @@
 //! Owners (Spots): lease deadline, authority epoch (SPEC T6) and execution gate (T9).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
 use crate::clock::{duration_to_nanos, Nanos};
 use crate::error::{Error, Result};
+use crate::sync::{AtomicU64, AtomicU8};
 
 /// The host's id of an owner.
 pub type OwnerId = u64;
@@ -43,12 +44,22 @@ const GATE_HOST: u8 = 1;
 const GATE_TIMER: u8 = 2;
 
 /// The execution gate of one owner.
-#[derive(Default)]
 pub(crate) struct Gate {
     state: AtomicU8,
     host_waiters: AtomicU32,
     lock: Mutex<()>,
     released: Condvar,
+}
+
+impl Default for Gate {
+    fn default() -> Self {
+        Self {
+            state: AtomicU8::new(GATE_FREE),
+            host_waiters: AtomicU32::new(0),
+            lock: Mutex::new(()),
+            released: Condvar::new(),
+        }
+    }
 }
 
 impl Gate {
@@ -216,5 +227,60 @@ pub(crate) fn lease_deadline(now: Nanos, lease: Option<Duration>) -> Nanos {
         Some(d) => now
             .saturating_add(duration_to_nanos(d))
             .min(NO_DEADLINE - 1),
+    }
+}
+
+#[cfg(all(test, spot_loom))]
+mod loom_models {
+    use super::*;
+    use loom::sync::Arc;
+    use loom::thread;
+
+    /// A renewal racing the scheduler's expiry: either the renewal wins (and the lease
+    /// is not expired) or the expiry wins (and the renewal fails) — never both.
+    #[test]
+    fn renewal_and_expiry_never_both_win() {
+        loom::model(|| {
+            let o = Arc::new(OwnerShared::new(1, 0));
+            o.epoch.store(1, Ordering::SeqCst);
+            o.lease_deadline.store(100, Ordering::SeqCst);
+            let host = {
+                let o = o.clone();
+                thread::spawn(move || o.renew(1, 99, Some(Duration::from_nanos(50))).is_ok())
+            };
+            let expired = o.expire_if_due(100);
+            let renewed = host.join().unwrap();
+            assert!(!(renewed && expired));
+            let deadline = o.lease_deadline.load(Ordering::SeqCst);
+            if expired {
+                assert_eq!(deadline, EXPIRED);
+            } else {
+                assert_eq!(deadline, 149);
+            }
+        });
+    }
+
+    /// The scheduler and a host competing for a serial gate: exactly one holds it.
+    #[test]
+    fn gate_has_one_holder() {
+        loom::model(|| {
+            let o = Arc::new(OwnerShared::new(1, 0));
+            let host = {
+                let o = o.clone();
+                thread::spawn(move || {
+                    let took = o.host_try_enter();
+                    if took {
+                        assert!(o.host_leave());
+                    }
+                    took
+                })
+            };
+            let timer = o.gate.try_take_for_timer();
+            if timer {
+                o.gate.release_from_timer();
+            }
+            let _ = host.join().unwrap();
+            assert!(o.gate.is_free());
+        });
     }
 }

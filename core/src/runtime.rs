@@ -20,7 +20,9 @@ use crate::error::{Error, Result};
 use crate::owner::{lease_deadline, GateMode, OwnerId, OwnerShared};
 use crate::scheduler::{Command, Scheduler, AWAKE};
 use crate::stats::{Counters, Stats};
-use crate::table::{claim, live_value, next_generation, SlotTable, RECEIVED};
+use crate::table::{
+    begin_cancel, claim, hand_over, live_value, next_generation, SlotTable, RECEIVED,
+};
 use crate::tick::{split_token, Completion, Record, TickRecord};
 use crate::timer::{NormalSpec, ReleaseHook, TimerCell, TimerHandle, TimerId, TimerKey, TimerSpec};
 
@@ -164,12 +166,7 @@ impl<P: Send + Sync + 'static> Shared<P> {
     /// Moves the generation to "cancelling" (no new start from here on) and asks the
     /// scheduler to end it. Idempotent; a generation that already ended is left alone.
     pub fn start_cancel(&self, cell: &TimerCell<P>, wake: Wake) -> Result<()> {
-        let live = live_value(cell.id.generation);
-        if cell
-            .live_word()
-            .compare_exchange(live, live | 1, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
-        {
+        if begin_cancel(cell.live_word(), cell.id.generation) {
             match self.send(
                 Command::Cancel {
                     slot: cell.id.slot,
@@ -394,10 +391,7 @@ impl<P: Send + Sync + 'static> Runtime<P> {
                 }
                 // Hand it over unless the scheduler already took it back (its generation
                 // ended while it waited here).
-                if s.inflight
-                    .compare_exchange(seq, seq | RECEIVED, Ordering::AcqRel, Ordering::Acquire)
-                    .is_err()
-                {
+                if !hand_over(&s.inflight, seq) {
                     continue;
                 }
             }

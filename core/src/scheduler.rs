@@ -21,7 +21,7 @@ use crate::policy::{due_of, newest_due, next_scheduled, OverrunPolicy};
 use crate::queue::{DeadlineHeap, Entry, OWNER_BIT};
 use crate::runtime::{end_reason_for, mark_scheduler_thread, Shared};
 use crate::stats::Counters;
-use crate::table::{claim, live_value, RECEIVED};
+use crate::table::{begin_cancel, claim, live_value, RECEIVED};
 use crate::tick::{
     make_token, split_token, CancelNotice, Completion, Outcome, Record, Tick, TickRecord,
 };
@@ -577,10 +577,7 @@ impl<P: Send + Sync + 'static> Scheduler<P> {
         };
         self.disarm(slot);
         self.timers[slot as usize].waiting_gate = false;
-        let live = live_value(cell.id.generation);
-        let _ =
-            cell.live_word()
-                .compare_exchange(live, live | 1, Ordering::AcqRel, Ordering::Acquire);
+        begin_cancel(cell.live_word(), cell.id.generation);
         let running = self.timers[slot as usize]
             .in_flight
             .as_ref()

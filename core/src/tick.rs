@@ -1,6 +1,5 @@
 //! What the host sees of one callback start: tick info, records and completions.
 
-use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use crate::cancel::EndResult;
@@ -116,7 +115,7 @@ impl<P> TickRecord<P> {
     /// The slot's atomic liveness word and the value it holds while this record's
     /// generation may start callbacks. A host that cannot call back cheaply (a managed
     /// runtime) re-checks T1 by reading the word right before starting the handler.
-    pub fn live_word(&self) -> (&AtomicU64, u64) {
+    pub fn live_word(&self) -> (&crate::sync::AtomicU64, u64) {
         (
             self.timer.live_word(),
             crate::table::live_value(self.timer.id.generation),

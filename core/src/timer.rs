@@ -143,7 +143,7 @@ pub struct TimerCell<P> {
     pub(crate) skipped: AtomicU64,
     pub(crate) last_scheduled: AtomicU64,
     /// The slot's liveness word (see `table`), reachable without the table.
-    pub(crate) word: *const AtomicU64,
+    pub(crate) word: *const crate::sync::AtomicU64,
 }
 
 // SAFETY: `word` points into a slot chunk that never moves or frees while the runtime's
@@ -153,7 +153,7 @@ unsafe impl<P: Send> Send for TimerCell<P> {}
 unsafe impl<P: Sync> Sync for TimerCell<P> {}
 
 impl<P> TimerCell<P> {
-    pub(crate) fn live_word(&self) -> &AtomicU64 {
+    pub(crate) fn live_word(&self) -> &crate::sync::AtomicU64 {
         // SAFETY: see the `Send` impl: the chunk outlives every cell of its runtime.
         unsafe { &*self.word }
     }

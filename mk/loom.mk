@@ -1,0 +1,11 @@
+# loom models of the core's cross-thread protocols (core/src/table.rs, core/src/owner.rs),
+# run on the real code with the protocol atomics swapped for loom's (core/src/sync.rs).
+# Own target dir: the cfg changes every crate's build.
+LOOM_TARGET := $(ROOT)/target/loom
+
+TEST_TARGETS += test-loom
+
+.PHONY: test-loom
+test-loom:
+	RUSTFLAGS="--cfg spot_loom" CARGO_TARGET_DIR=$(LOOM_TARGET) \
+	  $(CARGO) test -p spot-timer-core --release --lib loom_models
