@@ -58,6 +58,10 @@ pub(crate) fn mark_scheduler_thread(runtime_id: u64) {
 pub struct RuntimeConfig<P> {
     pub clock: ClockKind,
     pub sink: Sink<P>,
+    /// Wakeup granularity of the real clock (default 1 ms): the scheduler wakes on
+    /// multiples of it, so every timer due within one step is delivered in one batch.
+    /// Smaller means less lateness and smaller batches; zero is treated as 1 ns.
+    pub resolution: Duration,
 }
 
 impl<P> Default for RuntimeConfig<P> {
@@ -65,6 +69,7 @@ impl<P> Default for RuntimeConfig<P> {
         Self {
             clock: ClockKind::Real,
             sink: Sink::Exchange,
+            resolution: Duration::from_millis(1),
         }
     }
 }
@@ -231,7 +236,8 @@ impl<P: Send + Sync + 'static> Runtime<P> {
             sleep_until: AtomicU64::new(AWAKE),
             pending_commands: AtomicU32::new(0),
         });
-        let scheduler = Scheduler::new(shared.clone(), rx, config.sink);
+        let resolution = crate::clock::duration_to_nanos(config.resolution).max(1);
+        let scheduler = Scheduler::new(shared.clone(), rx, config.sink, resolution);
         let thread = std::thread::Builder::new()
             .name("spot-timer".into())
             .spawn(move || scheduler.run())
@@ -248,7 +254,7 @@ impl<P: Send + Sync + 'static> Runtime<P> {
         let clock = ManualClock::new();
         let rt = Self::new(RuntimeConfig {
             clock: ClockKind::Manual(clock.clone()),
-            sink: Sink::Exchange,
+            ..RuntimeConfig::default()
         })?;
         Ok((rt, clock))
     }

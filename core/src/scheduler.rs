@@ -30,8 +30,6 @@ use crate::timer::{NormalSpec, TimerCell};
 /// Most commands handled before the queue is looked at again, so a flood of commands
 /// cannot starve due timers.
 const COMMANDS_PER_TURN: usize = 65_536;
-/// Default wakeup granularity of the real clock: 1 ms, as tokio's timer wheel.
-pub(crate) const DEFAULT_RESOLUTION: Nanos = 1_000_000;
 /// `Shared::sleep_until` while the scheduler is awake.
 pub(crate) const AWAKE: Nanos = 0;
 /// `Shared::sleep_until` when only a host can wake the scheduler.
@@ -133,7 +131,12 @@ pub(crate) struct Scheduler<P> {
 }
 
 impl<P: Send + Sync + 'static> Scheduler<P> {
-    pub fn new(shared: Arc<Shared<P>>, rx: Receiver<Command<P>>, sink: Sink<P>) -> Self {
+    pub fn new(
+        shared: Arc<Shared<P>>,
+        rx: Receiver<Command<P>>,
+        sink: Sink<P>,
+        resolution: Nanos,
+    ) -> Self {
         let callback = matches!(sink, Sink::Callback(_));
         Self {
             shared,
@@ -149,7 +152,7 @@ impl<P: Send + Sync + 'static> Scheduler<P> {
             },
             completions: Vec::new(),
             syncs: Vec::new(),
-            resolution: DEFAULT_RESOLUTION,
+            resolution,
             releases: Vec::new(),
             callback,
         }

@@ -219,6 +219,7 @@ fn batch_callback_gets_one_call_per_wakeup_and_completes_inline() {
                 }
             },
         )),
+        ..RuntimeConfig::default()
     })
     .unwrap();
     let mut timers = Vec::new();
@@ -264,6 +265,7 @@ fn blocking_cancel_on_the_scheduler_thread_reports_would_deadlock() {
                 }
             },
         )),
+        ..RuntimeConfig::default()
     })
     .unwrap();
     let o = rt.acquire_owner(1, OwnerOptions::default()).unwrap();

@@ -215,6 +215,7 @@ pub unsafe extern "C" fn spot_runtime_new(
                 ClockChoice::Manual => ClockKind::manual(),
             },
             sink,
+            ..RuntimeConfig::default()
         })?;
         let ffi = Arc::new(FfiRuntime {
             rt,

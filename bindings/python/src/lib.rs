@@ -325,6 +325,7 @@ impl NativeRuntime {
         let rt = Runtime::new(RuntimeConfig {
             clock: kind,
             sink: Sink::Exchange,
+            ..RuntimeConfig::default()
         })
         .map_err(|e| to_py(py, e))?;
         Ok(Self {
