@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! cargo run --release -p spot-timer-core --example demo -- \
-//!     [--seconds N] [--owners N] [--periods-ms 10,20,50,100] \
+//!     [--seconds N] [--owners N] [--periods-ms 100,200,500,1000] \
 //!     [--policy mixed|skip|catch-up|delay] [--gate serial|concurrent]
 //! ```
 //!
@@ -12,8 +12,8 @@
 //! (timers, threads, records, batches, lateness, CPU, memory) and exits non-zero when the
 //! runtime used other than one scheduler thread or any OS timer.
 //!
-//! The default periods ask for 900,000 ticks per second from 20,000 timers, a stress load
-//! for two cores; `--periods-ms 100,200,500,1000` is a light one (90,000 per second).
+//! The default periods ask for 90,000 ticks per second from 20,000 timers;
+//! `--periods-ms 10,20,50,100` is a stress load for two cores (900,000 per second).
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -24,7 +24,7 @@ use spot_timer_core::{
 };
 
 /// Default timer periods; owner i's two timers take different ones.
-const DEFAULT_PERIODS_MS: [u64; 4] = [10, 20, 50, 100];
+const DEFAULT_PERIODS_MS: [u64; 4] = [100, 200, 500, 1000];
 const TIMERS_PER_OWNER: usize = 2;
 const PROGRESS_EVERY: Duration = Duration::from_millis(250);
 const BATCH_MAX: usize = 8192;
