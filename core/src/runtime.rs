@@ -193,13 +193,25 @@ impl<P: Send + Sync + 'static> Shared<P> {
             || CURRENT_CALLBACK.with(|c| c.get()) == (self.id, cell.id.slot, cell.id.generation)
     }
 
-    /// May this record's callback start now? (T1 generation, T2 cancel, T6 authority)
-    pub fn startable(&self, rec: &TickRecord<P>) -> bool {
-        self.startable_at(rec, self.now())
+    /// May a callback of this generation start now? (T1 generation, T2 cancel, T6
+    /// authority)
+    pub fn check_start(&self, cell: &TimerCell<P>, now: u64) -> Result<()> {
+        if !cell.is_live() {
+            return Err(Error::StaleHandle);
+        }
+        cell.owner.check(cell.epoch, now)
     }
 
     pub fn startable_at(&self, rec: &TickRecord<P>, now: u64) -> bool {
-        rec.timer.is_live() && rec.timer.owner.check(rec.timer.epoch, now).is_ok()
+        self.check_start(&rec.timer, now).is_ok()
+    }
+
+    /// The start check, then marks this thread as running `cell`'s callback until it
+    /// submits the completion.
+    pub fn begin(&self, cell: &TimerCell<P>) -> Result<()> {
+        self.check_start(cell, self.now())?;
+        CURRENT_CALLBACK.with(|c| c.set((self.id, cell.id.slot, cell.id.generation)));
+        Ok(())
     }
 }
 
@@ -464,17 +476,7 @@ impl<P: Send + Sync + 'static> Runtime<P> {
     /// not cancelled and its owner authority valid (T1, T2, T6), and marks this thread as
     /// running it. False: don't start it; complete it as `Outcome::NotStarted`.
     pub fn begin(&self, record: &TickRecord<P>) -> bool {
-        if !self.shared.startable(record) {
-            return false;
-        }
-        CURRENT_CALLBACK.with(|c| {
-            c.set((
-                self.shared.id,
-                record.timer.id.slot,
-                record.timer.id.generation,
-            ))
-        });
-        true
+        self.shared.begin(&record.timer).is_ok()
     }
 
     /// A file descriptor that is readable while records wait for `exchange` (for event

@@ -224,6 +224,14 @@ impl<P: Send + Sync + 'static> TimerHandle<P> {
         self.cell.stats()
     }
 
+    /// Right before starting a callback of this generation from a record the host holds
+    /// in its own form (the C ABI's): the same check and thread marking as
+    /// [`crate::Runtime::begin`]. `Error::StaleHandle` (cancelled or replaced),
+    /// `Error::Revoked` or `Error::LeaseExpired`: don't start it.
+    pub fn begin(&self) -> Result<()> {
+        self.rt.begin(&self.cell)
+    }
+
     /// Cancels and waits up to `timeout` (forever with `None`) for the terminal result.
     /// From inside this timer's own callback (after [`crate::Runtime::begin`]) or on the
     /// scheduler thread it returns `Error::WouldDeadlock` at once; the cancel still

@@ -11,7 +11,7 @@ use spot_timer_core::{BatchHandler, Completion, Record};
 
 use crate::boundary::{arg_ref, arg_slice, boundary, Failure, FfiResult, Out, OutSlice};
 use crate::handles;
-use crate::runtime::{completed_token, enter_callback, set_current, FfiRuntime, Payload};
+use crate::runtime::{enter_callback, FfiRuntime, Payload};
 use crate::status::*;
 use crate::types::*;
 
@@ -140,11 +140,6 @@ pub unsafe extern "C" fn spot_exchange(
         let mut batch = BATCH.with(|b| std::mem::take(&mut *b.borrow_mut()));
         batch.clear();
         let r = ffi.rt.exchange(&list, &mut batch, out.capacity(), timeout);
-        if r.is_ok() {
-            for c in &list {
-                completed_token(rt, c.token);
-            }
-        }
         let n = r.map(|_| out.write_all(batch.iter().map(to_c)));
         batch.clear();
         BATCH.with(|b| *b.borrow_mut() = batch);
@@ -171,9 +166,6 @@ pub unsafe extern "C" fn spot_complete(
         let list = completions_from_c(arg_slice(completions, n, "completions")?)?;
         let ffi = handles::get(rt)?;
         ffi.rt.complete(&list)?;
-        for c in &list {
-            completed_token(rt, c.token);
-        }
         Ok(())
     })
 }
@@ -199,20 +191,9 @@ pub unsafe extern "C" fn spot_record_begin(rt: u64, rec: *const spot_record) -> 
             ));
         }
         let ffi = handles::get(rt)?;
-        let stale = |why: &str| Failure::new(SPOT_E_STALE_TIMER, format!("do not start: {why}"));
-        let handle = ffi.timer(&rec.timer)?;
-        if !handle.is_live() {
-            return Err(stale("the generation was cancelled or replaced"));
-        }
-        let owner = ffi.owner(rec.owner_id)?;
-        if owner.epoch() != handle.payload().epoch {
-            return Err(stale("the owner authority was revoked or moved"));
-        }
-        owner
-            .check()
-            .map_err(|e| stale(&format!("the owner authority is over ({e})")))?;
-        set_current(rt, rec.timer.slot, rec.timer.generation);
-        Ok(())
+        ffi.timer(&rec.timer)?
+            .begin()
+            .map_err(|e| Failure::new(SPOT_E_STALE_TIMER, format!("do not start: {e}")))
     })
 }
 

@@ -15,11 +15,9 @@ use crate::handles;
 use crate::status::*;
 use crate::types::*;
 
-/// What the core carries for every timer of a C runtime: the host's user data pointer
-/// and the owner epoch the timer was registered under (for `spot_record_begin`).
+/// What the core carries for every timer of a C runtime: the host's user data pointer.
 pub(crate) struct Payload {
     pub user_data: usize,
-    pub epoch: u64,
 }
 
 const TIMER_SHARDS: usize = 64;
@@ -103,9 +101,6 @@ impl FfiRuntime {
 thread_local! {
     /// The runtime whose batch callback this thread is running (0: none).
     static IN_CALLBACK: Cell<u64> = const { Cell::new(0) };
-    /// The record this thread started with `spot_record_begin` and has not completed yet:
-    /// (runtime handle, slot, generation).
-    static CURRENT: Cell<(u64, u32, u64)> = const { Cell::new((0, 0, 0)) };
 }
 
 pub(crate) fn in_callback_of(rt: u64) -> bool {
@@ -118,28 +113,9 @@ pub(crate) fn enter_callback(rt: u64) -> impl Drop {
     impl Drop for Guard {
         fn drop(&mut self) {
             IN_CALLBACK.with(|c| c.set(self.0));
-            CURRENT.with(|c| c.set((0, 0, 0)));
         }
     }
     Guard(IN_CALLBACK.with(|c| c.replace(rt)))
-}
-
-pub(crate) fn set_current(rt: u64, slot: u32, generation: u64) {
-    CURRENT.with(|c| c.set((rt, slot, generation)));
-}
-
-pub(crate) fn is_current(rt: u64, t: &spot_timer) -> bool {
-    CURRENT.with(|c| c.get()) == (rt, t.slot, t.generation)
-}
-
-/// Called when this thread completes `token`: it no longer runs that record.
-pub(crate) fn completed_token(rt: u64, token: u64) {
-    CURRENT.with(|c| {
-        let (r, slot, _) = c.get();
-        if r == rt && slot == (token >> 32) as u32 {
-            c.set((0, 0, 0));
-        }
-    });
 }
 
 /// The ABI version of the library: `(major << 16) | minor`; this header is

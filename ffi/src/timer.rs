@@ -4,11 +4,11 @@
 use std::ffi::{c_char, c_void, CStr};
 use std::time::Duration;
 
-use spot_timer_core::{EndResult, Error, ReleaseHook, TimerSpec};
+use spot_timer_core::{EndResult, ReleaseHook, TimerSpec};
 
 use crate::boundary::{boundary, read_versioned, write_versioned, Failure, FfiResult, Out};
 use crate::handles;
-use crate::runtime::{is_current, Payload};
+use crate::runtime::Payload;
 use crate::status::*;
 use crate::types::*;
 
@@ -96,15 +96,7 @@ pub unsafe extern "C" fn spot_timer_register(
         let owner = ffi.authority(owner_id, epoch)?;
         let ud = user_data as usize;
         let hook = release.map(|f| release_hook(f, ud));
-        let handle = owner.register(
-            key,
-            spec,
-            Payload {
-                user_data: ud,
-                epoch,
-            },
-            hook,
-        )?;
+        let handle = owner.register(key, spec, Payload { user_data: ud }, hook)?;
         ffi.remember_timer(&handle);
         let id = handle.id();
         out.write(spot_timer {
@@ -155,17 +147,9 @@ pub unsafe extern "C" fn spot_timer_cancel(
         let out = Out::optional(out_end_reason, "out_end_reason")?;
         let timeout = timeout_from_i64(timeout_ns, "timeout_ns")?;
         let ffi = handles::get(rt)?;
-        let handle = ffi.timer(&t)?;
-        if is_current(rt, &t) {
-            return match handle.cancel(Some(Duration::ZERO)) {
-                Err(Error::Timeout) => Err(Failure::new(
-                    SPOT_E_WOULD_DEADLOCK,
-                    "cancelling a timer from inside its own callback: the cancel completes after the callback",
-                )),
-                r => end_result(r, out),
-            };
-        }
-        end_result(handle.cancel(timeout), out)
+        // From inside its own callback (after spot_record_begin) the core returns
+        // WouldDeadlock at once; the cancel still completes after the callback.
+        end_result(ffi.timer(&t)?.cancel(timeout), out)
     })
 }
 
