@@ -466,7 +466,8 @@ spot_status spot_owner_revoke(uint64_t rt, uint64_t owner_id, uint64_t epoch);
 // Thread-safe. From inside the batch callback it never waits (the gate may be held by a
 // record of the running batch): SPOT_E_WOULD_DEADLOCK when the gate is not free.
 // Errors: SPOT_E_INVALID_HANDLE, SPOT_E_UNKNOWN_OWNER, SPOT_E_INVALID_ARGUMENT,
-// SPOT_E_TIMEOUT, SPOT_E_WOULD_DEADLOCK.
+// SPOT_E_TIMEOUT, SPOT_E_WOULD_DEADLOCK, SPOT_E_CLOSED (the runtime was freed while
+// waiting: a free wakes every waiter).
 spot_status spot_owner_gate_enter(uint64_t rt, uint64_t owner_id, int64_t timeout_ns);
 
 // Releases the gate taken with `spot_owner_gate_enter`; waiting ticks run.

@@ -47,6 +47,8 @@ const GATE_TIMER: u8 = 2;
 pub(crate) struct Gate {
     state: AtomicU8,
     host_waiters: AtomicU32,
+    /// Set when the runtime closes: hosts waiting to enter give up.
+    closed: std::sync::atomic::AtomicBool,
     lock: Mutex<()>,
     released: Condvar,
 }
@@ -56,6 +58,7 @@ impl Default for Gate {
         Self {
             state: AtomicU8::new(GATE_FREE),
             host_waiters: AtomicU32::new(0),
+            closed: std::sync::atomic::AtomicBool::new(false),
             lock: Mutex::new(()),
             released: Condvar::new(),
         }
@@ -98,6 +101,9 @@ impl Gate {
             if self.try_take_for_host() {
                 break true;
             }
+            if self.closed.load(Ordering::Acquire) {
+                break false;
+            }
             match deadline {
                 None => self.released.wait(&mut g),
                 Some(d) => {
@@ -110,6 +116,13 @@ impl Gate {
         drop(g);
         self.host_waiters.fetch_sub(1, Ordering::AcqRel);
         taken
+    }
+
+    /// Wakes every host waiting to enter; they return without the gate.
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        let _g = self.lock.lock();
+        self.released.notify_all();
     }
 
     fn release_from_host(&self) -> bool {

@@ -532,6 +532,9 @@ impl<P: Send + Sync + 'static> Runtime<P> {
         let _ = self.shared.tx.send(Command::Shutdown);
         self.shared.wake();
         self.shared.ready.wake_all();
+        for owner in self.shared.owners.read().values() {
+            owner.gate.close();
+        }
         let handle = self.thread.lock().take();
         if let Some(h) = handle {
             if SCHEDULER_OF.with(|s| s.get()) != self.shared.id {
@@ -690,7 +693,8 @@ impl<P: Send + Sync + 'static> Owner<P> {
 
     /// Takes the owner's execution gate for the host's own work, waiting up to `timeout`
     /// (`None`: forever). While held, none of the owner's timer callbacks start; due
-    /// ticks wait and are delivered after [`Owner::leave_gate`] (T9). False on timeout.
+    /// ticks wait and are delivered after [`Owner::leave_gate`] (T9). False on timeout or
+    /// when the runtime closes meanwhile.
     pub fn enter_gate(&self, timeout: Option<Duration>) -> bool {
         self.shared.host_enter(timeout)
     }

@@ -446,3 +446,24 @@ fn every_due_tick_is_accounted_for_once_all_generations_end() {
         "{s:?}"
     );
 }
+
+#[test]
+fn closing_the_runtime_releases_hosts_waiting_for_a_gate() {
+    let h = Arc::new(Host::new());
+    let o = h.owner(1);
+    let _t = o.register(1, TimerSpec::every(ms(10)), 0, None).unwrap();
+    h.advance(ms(10));
+    let running = h.poll().pop().unwrap(); // the timer holds the gate
+    let waiter = {
+        let o = o.clone();
+        std::thread::spawn(move || o.enter_gate(None))
+    };
+    std::thread::sleep(ms(20));
+    assert!(!waiter.is_finished());
+    h.rt.close();
+    assert!(
+        !waiter.join().unwrap(),
+        "close wakes the waiter without the gate"
+    );
+    drop(running);
+}

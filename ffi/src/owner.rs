@@ -91,7 +91,8 @@ pub extern "C" fn spot_owner_revoke(rt: u64, owner_id: u64, epoch: u64) -> spot_
 /// Thread-safe. From inside the batch callback it never waits (the gate may be held by a
 /// record of the running batch): SPOT_E_WOULD_DEADLOCK when the gate is not free.
 /// Errors: SPOT_E_INVALID_HANDLE, SPOT_E_UNKNOWN_OWNER, SPOT_E_INVALID_ARGUMENT,
-/// SPOT_E_TIMEOUT, SPOT_E_WOULD_DEADLOCK.
+/// SPOT_E_TIMEOUT, SPOT_E_WOULD_DEADLOCK, SPOT_E_CLOSED (the runtime was freed while
+/// waiting: a free wakes every waiter).
 #[no_mangle]
 pub extern "C" fn spot_owner_gate_enter(rt: u64, owner_id: u64, timeout_ns: i64) -> spot_status {
     boundary("spot_owner_gate_enter", || {
@@ -109,6 +110,11 @@ pub extern "C" fn spot_owner_gate_enter(rt: u64, owner_id: u64, timeout_ns: i64)
         }
         if owner.enter_gate(timeout) {
             Ok(())
+        } else if ffi.rt.is_closed() {
+            Err(Failure::new(
+                SPOT_E_CLOSED,
+                "the runtime was freed while waiting for the gate",
+            ))
         } else {
             Err(Failure::new(
                 SPOT_E_TIMEOUT,
