@@ -45,7 +45,8 @@ def run_spot(n, seconds):
     period_ns = int(PERIOD * 1e9)
     lat = []
     measuring = [False]
-    rt = st.Runtime()
+    # --max-batch (W5 of bench/suite.py): records handed into Python per crossing at most
+    rt = st.Runtime(max_batch=int(os.environ.get("SPOT_BENCH_MAX_BATCH", "8192")))
 
     def make(t0):
         def h(tick):
@@ -164,6 +165,7 @@ def worker(impl, n, seconds):
     lat = r.pop("lat_ns")
     r["lat_p50_ms"] = pct(lat, 50) / 1e6
     r["lat_p99_ms"] = pct(lat, 99) / 1e6
+    r["lat_p999_ms"] = pct(lat, 99.9) / 1e6
     r["records_per_cpu_s"] = r["records"] / r["cpu"] if r["cpu"] > 0 else None
     print(json.dumps(r), flush=True)
     os._exit(0)  # don't wait for timer threads
@@ -185,6 +187,8 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--sizes", default="1000,20000")
+    ap.add_argument("--impls", default=",".join(IMPLS), help="comma-separated subset of the implementations")
+    ap.add_argument("--max-batch", type=int, default=None, help="spot_timer: Runtime(max_batch=...)")
     ap.add_argument("--worker", nargs=3, metavar=("IMPL", "N", "SECONDS"))
     ap.add_argument("--out", default=os.path.join(HERE, "results", "python.json"))
     args = ap.parse_args()
@@ -193,10 +197,13 @@ def main():
         return 0
     if args.quick:
         args.repeats, args.seconds = 1, 1.0
+    if args.max_batch is not None:
+        os.environ["SPOT_BENCH_MAX_BATCH"] = str(args.max_batch)
+    impls = [i for i in IMPLS if i in args.impls.split(",")]
     sizes = [int(x) for x in args.sizes.split(",")]
     results = []
     for n in sizes:
-        for impl in IMPLS:
+        for impl in impls:
             if impl == "threading.Timer" and n > 2000:
                 results.append(dict(impl=impl, n=n, skipped="one OS thread per timer: not run above 2,000 timers"))
                 continue

@@ -1,0 +1,3 @@
+module spotbench/gobench
+
+go 1.19

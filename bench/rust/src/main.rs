@@ -1,0 +1,620 @@
+//! Rust side of the side-by-side benchmark suite (driven by `bench/suite.py`).
+//!
+//! One invocation = one measured run of one workload on one system; it prints one JSON
+//! object on stdout. Usage:
+//!
+//! ```text
+//! spot-bench-rust w1 <system> <n>                      arm + cancel churn
+//! spot-bench-rust w2 <system> <n> <seconds> <period_ms> periodic expiry (also W3 lateness)
+//! spot-bench-rust w4 <system> <n>                      RSS per live timer
+//! spot-bench-rust w6 <system> <n> <threads>            registration from 1..k threads
+//! ```
+//!
+//! Systems: `spot` (spot-timer core, real clock, exchange delivery, owners of 100 timers
+//! with `GateMode::Concurrent`), `tokio-delayqueue` (tokio-util `DelayQueue`),
+//! `tokio-sleep` (`tokio::time::sleep`), `tokio-interval` (`tokio::time::Interval`, W2).
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::future::{poll_fn, Future};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Waker};
+use std::time::{Duration, Instant};
+
+use spot_timer_core::{
+    GateMode, Outcome, Owner, OwnerOptions, Record, Runtime, RuntimeConfig, TimerHandle, TimerSpec,
+};
+use tokio_util::time::DelayQueue;
+
+// ---------------------------------------------------------------- counting allocator
+
+struct Counting;
+static ALLOCS: AtomicU64 = AtomicU64::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        ALLOCS.fetch_add(1, Relaxed);
+        System.alloc(l)
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        System.dealloc(p, l)
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
+        ALLOCS.fetch_add(1, Relaxed);
+        System.realloc(p, l, n)
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn allocs() -> u64 {
+    ALLOCS.load(Relaxed)
+}
+
+// ---------------------------------------------------------------- helpers
+
+const PER_OWNER: usize = 100;
+
+fn cpu_s() -> f64 {
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let t = |v: libc::timeval| v.tv_sec as f64 + v.tv_usec as f64 * 1e-6;
+    t(ru.ru_utime) + t(ru.ru_stime)
+}
+
+fn rss_bytes() -> u64 {
+    let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    for l in s.lines() {
+        if let Some(v) = l.strip_prefix("VmRSS:") {
+            let kib: u64 = v.trim().trim_end_matches("kB").trim().parse().unwrap_or(0);
+            return kib * 1024;
+        }
+    }
+    0
+}
+
+/// Deadlines: 60 s .. 120 s away, pseudo-random (xorshift), so nothing fires in a run.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn deadline(&mut self) -> Duration {
+        Duration::from_millis(60_000 + self.next() % 60_000)
+    }
+}
+
+/// Lateness histogram, 1 µs buckets up to 2 s (shared by every system alike).
+struct Hist {
+    b: Vec<AtomicU32>,
+    count: AtomicU64,
+}
+const HIST_US: usize = 2_000_000;
+impl Hist {
+    fn new() -> Self {
+        Self {
+            b: (0..=HIST_US).map(|_| AtomicU32::new(0)).collect(),
+            count: AtomicU64::new(0),
+        }
+    }
+    fn add(&self, late: Duration) {
+        let us = (late.as_nanos() / 1000) as usize;
+        self.b[us.min(HIST_US)].fetch_add(1, Relaxed);
+        self.count.fetch_add(1, Relaxed);
+    }
+    fn pct(&self, p: f64) -> f64 {
+        let n = self.count.load(Relaxed);
+        if n == 0 {
+            return f64::NAN;
+        }
+        let want = ((p / 100.0) * n as f64).ceil().max(1.0) as u64;
+        let mut acc = 0u64;
+        for (i, c) in self.b.iter().enumerate() {
+            acc += c.load(Relaxed) as u64;
+            if acc >= want {
+                return i as f64;
+            }
+        }
+        HIST_US as f64
+    }
+}
+
+fn late(now: Instant, due: Instant) -> Duration {
+    now.saturating_duration_since(due)
+}
+
+fn spot_runtime() -> Runtime<u32> {
+    Runtime::new(RuntimeConfig::default()).expect("spot runtime")
+}
+
+fn spot_owners(rt: &Runtime<u32>, n: usize, base: u64) -> Vec<Owner<u32>> {
+    (0..n.div_ceil(PER_OWNER))
+        .map(|i| {
+            rt.acquire_owner(
+                base + i as u64,
+                OwnerOptions {
+                    lease: None,
+                    gate: GateMode::Concurrent,
+                },
+            )
+            .expect("owner")
+        })
+        .collect()
+}
+
+fn tokio_ct() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("tokio")
+}
+
+/// Registers a `sleep` with the timer driver the way `.await` does (first poll).
+fn armed_sleep(d: Duration) -> Pin<Box<tokio::time::Sleep>> {
+    let mut s = Box::pin(tokio::time::sleep(d));
+    let mut cx = Context::from_waker(Waker::noop());
+    assert!(s.as_mut().poll(&mut cx).is_pending());
+    s
+}
+
+// ---------------------------------------------------------------- W1 churn
+
+/// Arms `n` timers with random deadlines, then cancels all of them. Returns
+/// (arm ns, cancel ns, allocations during arm, during cancel).
+fn w1_once(system: &str, n: usize, seed: u64) -> (f64, f64, u64, u64) {
+    let mut rng = Rng(seed | 1);
+    let dl: Vec<Duration> = (0..n).map(|_| rng.deadline()).collect();
+    match system {
+        "spot" => {
+            let rt = spot_runtime();
+            let owners = spot_owners(&rt, n, 1);
+            rt.sync().unwrap();
+            let mut hs: Vec<TimerHandle<u32>> = Vec::with_capacity(n);
+            let a0 = allocs();
+            let t0 = Instant::now();
+            for (i, d) in dl.iter().enumerate() {
+                let o = &owners[i / PER_OWNER];
+                hs.push(o.register(i as u64, TimerSpec::after(*d), 0, None).unwrap());
+            }
+            rt.sync().unwrap(); // the scheduler thread's share (queue insert)
+            let arm = t0.elapsed();
+            let a1 = allocs();
+            let t1 = Instant::now();
+            for h in &hs {
+                drop(h.cancel_nowait().unwrap());
+            }
+            rt.sync().unwrap(); // the scheduler's share (end of generation, slot release)
+            let cancel = t1.elapsed();
+            let a2 = allocs();
+            drop(hs);
+            rt.close();
+            (ns(arm, n), ns(cancel, n), a1 - a0, a2 - a1)
+        }
+        "tokio-delayqueue" => {
+            let trt = tokio_ct();
+            trt.block_on(async {
+                let mut dq: DelayQueue<u32> = DelayQueue::new();
+                let mut keys = Vec::with_capacity(n);
+                let a0 = allocs();
+                let t0 = Instant::now();
+                for (i, d) in dl.iter().enumerate() {
+                    keys.push(dq.insert(i as u32, *d));
+                }
+                let arm = t0.elapsed();
+                let a1 = allocs();
+                let t1 = Instant::now();
+                for k in &keys {
+                    std::hint::black_box(dq.remove(k));
+                }
+                let cancel = t1.elapsed();
+                let a2 = allocs();
+                (ns(arm, n), ns(cancel, n), a1 - a0, a2 - a1)
+            })
+        }
+        "tokio-sleep" => {
+            let trt = tokio_ct();
+            let _g = trt.enter();
+            let mut ss = Vec::with_capacity(n);
+            let a0 = allocs();
+            let t0 = Instant::now();
+            for d in &dl {
+                ss.push(armed_sleep(*d));
+            }
+            let arm = t0.elapsed();
+            let a1 = allocs();
+            let t1 = Instant::now();
+            ss.clear(); // dropping a Sleep removes it from the timer wheel
+            let cancel = t1.elapsed();
+            let a2 = allocs();
+            (ns(arm, n), ns(cancel, n), a1 - a0, a2 - a1)
+        }
+        s => panic!("w1: unknown system {s}"),
+    }
+}
+
+fn ns(d: Duration, n: usize) -> f64 {
+    d.as_nanos() as f64 / n as f64
+}
+
+fn w1(system: &str, n: usize) {
+    // warm-up: a smaller round in the same process
+    w1_once(system, n.min(20_000), 7);
+    let (arm, cancel, aa, ac) = w1_once(system, n, 12345);
+    println!(
+        "{{\"arm_ns\":{arm:.2},\"cancel_ns\":{cancel:.2},\"arm_cancel_ns\":{:.2},\"allocs_per_arm\":{:.4},\"allocs_per_cancel\":{:.4}}}",
+        arm + cancel,
+        aa as f64 / n as f64,
+        ac as f64 / n as f64
+    );
+}
+
+// ---------------------------------------------------------------- W2/W3 expiry
+
+struct W2Out {
+    records: u64,
+    cpu: f64,
+    hist: Arc<Hist>,
+    crossings: Option<f64>,
+}
+
+fn w2(system: &str, n: usize, seconds: f64, period_ms: u64) {
+    let period = Duration::from_millis(period_ms);
+    let warm = Duration::from_millis(500);
+    let measure = Duration::from_secs_f64(seconds);
+    let hist = Arc::new(Hist::new());
+    let out = match system {
+        "spot" => {
+            let rt = spot_runtime();
+            let owners = spot_owners(&rt, n, 1);
+            let start =
+                Instant::now() + Duration::from_millis(200) + Duration::from_micros(5 * n as u64);
+            let mut hs = Vec::with_capacity(n);
+            for i in 0..n {
+                let first = start.saturating_duration_since(Instant::now());
+                let spec = TimerSpec::every(period).first_due(first);
+                hs.push(
+                    owners[i / PER_OWNER]
+                        .register(i as u64, spec, 0, None)
+                        .unwrap(),
+                );
+            }
+            let mut batch = Vec::with_capacity(1024);
+            let mut done = Vec::with_capacity(1024);
+            let t_begin = start + warm;
+            let t_end = t_begin + measure;
+            let (mut measuring, mut c0, mut s0, mut records) = (false, 0.0, rt.stats(), 0u64);
+            loop {
+                let now = Instant::now();
+                if !measuring && now >= t_begin {
+                    measuring = true;
+                    c0 = cpu_s();
+                    s0 = rt.stats();
+                }
+                if now >= t_end {
+                    break;
+                }
+                rt.exchange(&done, &mut batch, 1024, Some(Duration::from_millis(5)))
+                    .unwrap();
+                done.clear();
+                for rec in batch.drain(..) {
+                    if let Record::Tick(t) = rec {
+                        if rt.begin(&t) {
+                            // the handler: count, lateness against the nominal due time
+                            let due = start + period * (t.tick().scheduled_index as u32 - 1);
+                            if measuring {
+                                hist.add(late(Instant::now(), due));
+                                records += 1;
+                            }
+                            done.push(t.complete(Outcome::Ok));
+                        } else {
+                            done.push(t.complete(Outcome::NotStarted));
+                        }
+                    }
+                }
+            }
+            let cpu = cpu_s() - c0;
+            let s1 = rt.stats();
+            let rec = (s1.records_received - s0.records_received) as f64;
+            let cross = (s1.host_crossings - s0.host_crossings) as f64;
+            drop(hs);
+            rt.close();
+            W2Out {
+                records,
+                cpu,
+                hist: hist.clone(),
+                crossings: if rec > 0.0 { Some(cross / rec) } else { None },
+            }
+        }
+        "tokio-interval" => {
+            // #[tokio::main]'s default: the multi-thread runtime (one worker per core).
+            let trt = tokio::runtime::Builder::new_multi_thread()
+                .enable_time()
+                .build()
+                .unwrap();
+            let count = Arc::new(AtomicU64::new(0));
+            let measuring = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let start = tokio::time::Instant::now()
+                + Duration::from_millis(200)
+                + Duration::from_micros(5 * n as u64);
+            for _ in 0..n {
+                let (h, c, m) = (hist.clone(), count.clone(), measuring.clone());
+                trt.spawn(async move {
+                    let mut iv = tokio::time::interval_at(start, period);
+                    iv.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+                    loop {
+                        let due = iv.tick().await;
+                        if m.load(Relaxed) {
+                            h.add(late(Instant::now(), due.into_std()));
+                            c.fetch_add(1, Relaxed);
+                        }
+                    }
+                });
+            }
+            let start_std = start.into_std();
+            std::thread::sleep((start_std + warm).saturating_duration_since(Instant::now()));
+            let c0 = cpu_s();
+            measuring.store(true, Relaxed);
+            std::thread::sleep(measure);
+            measuring.store(false, Relaxed);
+            let cpu = cpu_s() - c0;
+            let records = count.load(Relaxed);
+            trt.shutdown_background();
+            W2Out {
+                records,
+                cpu,
+                hist: hist.clone(),
+                crossings: None,
+            }
+        }
+        "tokio-delayqueue" => {
+            let trt = tokio_ct();
+            let h = hist.clone();
+            let (records, cpu) = trt.block_on(async move {
+                let mut dq: DelayQueue<u32> = DelayQueue::with_capacity(n);
+                let start = tokio::time::Instant::now()
+                    + Duration::from_millis(200)
+                    + Duration::from_micros(5 * n as u64);
+                for i in 0..n {
+                    dq.insert_at(i as u32, start);
+                }
+                let t_begin = start + warm;
+                let t_end = t_begin + measure;
+                let (mut measuring, mut c0, mut records) = (false, 0.0, 0u64);
+                loop {
+                    let e = tokio::select! {
+                        e = poll_fn(|cx| dq.poll_expired(cx)) => e.expect("entry"),
+                        _ = tokio::time::sleep_until(t_end) => break,
+                    };
+                    let now = tokio::time::Instant::now();
+                    if !measuring && now >= t_begin {
+                        measuring = true;
+                        c0 = cpu_s();
+                    }
+                    let due = e.deadline();
+                    if measuring {
+                        h.add(late(Instant::now(), due.into_std()));
+                        records += 1;
+                    }
+                    let mut next = due + period;
+                    while next <= now {
+                        next += period; // skip late ticks (fixed rate)
+                    }
+                    dq.insert_at(e.into_inner(), next);
+                }
+                (records, cpu_s() - c0)
+            });
+            W2Out {
+                records,
+                cpu,
+                hist: hist.clone(),
+                crossings: None,
+            }
+        }
+        s => panic!("w2: unknown system {s}"),
+    };
+    let rps = out.records as f64 / out.cpu.max(1e-9);
+    println!(
+        "{{\"records\":{},\"cpu_s\":{:.4},\"records_per_cpu_s\":{:.1},\"cpu_ns_per_record\":{:.1},\"lat_p50_us\":{},\"lat_p99_us\":{},\"lat_p999_us\":{},\"crossings_per_record\":{}}}",
+        out.records,
+        out.cpu,
+        rps,
+        1e9 / rps,
+        out.hist.pct(50.0),
+        out.hist.pct(99.0),
+        out.hist.pct(99.9),
+        out.crossings.map_or("null".to_string(), |c| format!("{c:.6}"))
+    );
+}
+
+// ---------------------------------------------------------------- W4 memory
+
+fn w4(system: &str, n: usize) {
+    let mut rng = Rng(99);
+    let dl: Vec<Duration> = (0..n).map(|_| rng.deadline()).collect();
+    let settle = || std::thread::sleep(Duration::from_millis(300));
+    let before;
+    let after;
+    match system {
+        "spot" => {
+            before = rss_bytes();
+            let rt = spot_runtime();
+            let owners = spot_owners(&rt, n, 1);
+            let mut hs = Vec::with_capacity(n);
+            for (i, d) in dl.iter().enumerate() {
+                hs.push(
+                    owners[i / PER_OWNER]
+                        .register(i as u64, TimerSpec::after(*d), 0, None)
+                        .unwrap(),
+                );
+            }
+            rt.sync().unwrap();
+            settle();
+            after = rss_bytes();
+            assert_eq!(rt.stats().live_timers, n as u64);
+            std::mem::forget(hs);
+            std::mem::forget(rt);
+        }
+        "tokio-delayqueue" => {
+            before = rss_bytes();
+            let trt = tokio_ct();
+            let (dq, keys) = trt.block_on(async {
+                let mut dq: DelayQueue<u32> = DelayQueue::new();
+                let keys: Vec<_> = dl
+                    .iter()
+                    .enumerate()
+                    .map(|(i, d)| dq.insert(i as u32, *d))
+                    .collect();
+                (dq, keys)
+            });
+            settle();
+            after = rss_bytes();
+            std::mem::forget((dq, keys));
+        }
+        "tokio-sleep" => {
+            before = rss_bytes();
+            let trt = tokio_ct();
+            let g = trt.enter();
+            let ss: Vec<_> = dl.iter().map(|d| armed_sleep(*d)).collect();
+            settle();
+            after = rss_bytes();
+            std::mem::forget((ss, g));
+            std::mem::forget(trt);
+        }
+        s => panic!("w4: unknown system {s}"),
+    }
+    println!(
+        "{{\"rss_before\":{before},\"rss_after\":{after},\"bytes_per_timer\":{:.1}}}",
+        (after as f64 - before as f64) / n as f64
+    );
+}
+
+// ---------------------------------------------------------------- W6 registration
+
+fn w6(system: &str, n: usize, threads: usize) {
+    let per = n / threads;
+    let dls: Vec<Vec<Duration>> = (0..threads)
+        .map(|t| {
+            let mut r = Rng(1000 + t as u64);
+            (0..per).map(|_| r.deadline()).collect()
+        })
+        .collect();
+    let barrier = std::sync::Barrier::new(threads + 1);
+    let elapsed = match system {
+        "spot" => {
+            let rt = spot_runtime();
+            let owners: Vec<Vec<Owner<u32>>> = (0..threads)
+                .map(|t| spot_owners(&rt, per, 1 + (t * per) as u64))
+                .collect();
+            rt.sync().unwrap();
+            let d = std::thread::scope(|s| {
+                let mut js = Vec::new();
+                for t in 0..threads {
+                    let (os, dl, b) = (&owners[t], &dls[t], &barrier);
+                    js.push(s.spawn(move || {
+                        b.wait();
+                        let t0 = Instant::now();
+                        let hs: Vec<_> = dl
+                            .iter()
+                            .enumerate()
+                            .map(|(i, d)| {
+                                os[i / PER_OWNER]
+                                    .register(i as u64, TimerSpec::after(*d), 0, None)
+                                    .unwrap()
+                            })
+                            .collect();
+                        (t0, hs)
+                    }));
+                }
+                barrier.wait();
+                let r: Vec<_> = js.into_iter().map(|j| j.join().unwrap()).collect();
+                rt.sync().unwrap();
+                let t0 = r.iter().map(|x| x.0).min().unwrap();
+                let d = t0.elapsed();
+                drop(r);
+                d
+            });
+            rt.close();
+            d
+        }
+        "tokio-delayqueue" => {
+            // DelayQueue is !Sync: shared between threads behind a Mutex.
+            let trt = tokio_ct();
+            let dq: Mutex<DelayQueue<u32>> = Mutex::new(DelayQueue::new());
+            let handle = trt.handle().clone();
+            std::thread::scope(|s| {
+                let mut js = Vec::new();
+                for dl in dls.iter() {
+                    let (b, dq, h) = (&barrier, &dq, handle.clone());
+                    js.push(s.spawn(move || {
+                        let _g = h.enter();
+                        b.wait();
+                        let t0 = Instant::now();
+                        let ks: Vec<_> = dl
+                            .iter()
+                            .enumerate()
+                            .map(|(i, d)| dq.lock().unwrap().insert(i as u32, *d))
+                            .collect();
+                        (t0, Instant::now(), ks)
+                    }));
+                }
+                barrier.wait();
+                let r: Vec<_> = js.into_iter().map(|j| j.join().unwrap()).collect();
+                let t0 = r.iter().map(|x| x.0).min().unwrap();
+                let t1 = r.iter().map(|x| x.1).max().unwrap();
+                t1 - t0
+            })
+        }
+        "tokio-sleep" => {
+            let trt = tokio::runtime::Builder::new_multi_thread()
+                .enable_time()
+                .build()
+                .unwrap();
+            let handle = trt.handle().clone();
+            std::thread::scope(|s| {
+                let mut js = Vec::new();
+                for dl in dls.iter() {
+                    let (b, h) = (&barrier, handle.clone());
+                    js.push(s.spawn(move || {
+                        let _g = h.enter();
+                        b.wait();
+                        let t0 = Instant::now();
+                        let ss: Vec<_> = dl.iter().map(|d| armed_sleep(*d)).collect();
+                        (t0, Instant::now(), ss)
+                    }));
+                }
+                barrier.wait();
+                let r: Vec<_> = js.into_iter().map(|j| j.join().unwrap()).collect();
+                let t0 = r.iter().map(|x| x.0).min().unwrap();
+                let t1 = r.iter().map(|x| x.1).max().unwrap();
+                t1 - t0
+            })
+        }
+        s => panic!("w6: unknown system {s}"),
+    };
+    let total = per * threads;
+    println!(
+        "{{\"ns_per_register\":{:.2},\"registrations_per_s\":{:.0}}}",
+        ns(elapsed, total),
+        total as f64 / elapsed.as_secs_f64()
+    );
+}
+
+fn main() {
+    let a: Vec<String> = std::env::args().collect();
+    let num = |i: usize| -> usize { a[i].parse().expect("number") };
+    match a.get(1).map(String::as_str) {
+        Some("w1") => w1(&a[2], num(3)),
+        Some("w2") => w2(&a[2], num(3), a[4].parse().unwrap(), a[5].parse().unwrap()),
+        Some("w4") => w4(&a[2], num(3)),
+        Some("w6") => w6(&a[2], num(3), num(4)),
+        _ => {
+            eprintln!("usage: spot-bench-rust w1|w2|w4|w6 <system> <n> [...]");
+            std::process::exit(2);
+        }
+    }
+}
