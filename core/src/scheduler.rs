@@ -162,8 +162,12 @@ impl<P: Send + Sync + 'static> Scheduler<P> {
         mark_scheduler_thread(self.shared.id);
         // Deadlines are exact to the nanosecond; don't let the kernel's default 50 us
         // timer slack add lateness to every timed sleep of this thread.
+        // (Not under Miri, which cannot call it; the slack only affects lateness.)
         // SAFETY: prctl with PR_SET_TIMERSLACK takes a plain integer argument.
-        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
+        #[cfg(not(miri))]
+        unsafe {
+            libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong)
+        };
         let manual = self.shared.manual.is_some();
         loop {
             self.shared.pending_commands.store(0, Ordering::Relaxed);
