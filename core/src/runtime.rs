@@ -662,10 +662,12 @@ impl<P: Send + Sync + 'static> Owner<P> {
             failed: AtomicU64::new(0),
             skipped: AtomicU64::new(0),
             last_scheduled: AtomicU64::new(0),
-            word: &slot.word,
+            words: rt.slots.words().clone(),
         });
         *slot.cell.lock() = Some(cell.clone());
-        slot.word.store(live_value(generation), Ordering::Release);
+        rt.slots
+            .word(slot_index)
+            .store(live_value(generation), Ordering::Release);
         if fresh {
             keys.insert(key, slot_index);
         }
@@ -680,7 +682,8 @@ impl<P: Send + Sync + 'static> Owner<P> {
         );
         drop(keys);
         if let Err(e) = sent {
-            slot.word
+            rt.slots
+                .word(slot_index)
                 .store(live_value(generation) | 1, Ordering::Release);
             return Err(e);
         }

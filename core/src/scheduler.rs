@@ -626,7 +626,7 @@ impl<P: Send + Sync + 'static> Scheduler<P> {
             for (_, slot, cell) in group {
                 let st = &self.timers[*slot as usize];
                 let Some(s) = slots.get(*slot) else { continue };
-                let word = s.word.load(Ordering::Acquire);
+                let word = slots.word(*slot).load(Ordering::Acquire);
                 if st.cell.is_some()
                     || st.in_flight.is_some()
                     || word >> 1 != cell.id.generation

@@ -65,8 +65,21 @@ pub(crate) fn begin_cancel(word: &AtomicU64, generation: u64) -> bool {
         .is_ok()
 }
 
+/// The liveness words, apart from the slots: every generation's cell shares this table,
+/// so a cell — and every record holding it — can read its word for as long as it lives,
+/// even after the runtime itself is gone.
+pub(crate) struct WordTable {
+    chunks: Box<[OnceCell<Box<[AtomicU64]>>]>,
+}
+
+impl WordTable {
+    pub fn get(&self, index: u32) -> Option<&AtomicU64> {
+        let chunk = self.chunks.get((index >> CHUNK_BITS) as usize)?.get()?;
+        chunk.get(index as usize & (CHUNK - 1))
+    }
+}
+
 pub(crate) struct Slot<P> {
-    pub word: AtomicU64,
     /// Sequence number (31 bits) of the record awaiting completion, 0 when none, with
     /// `RECEIVED` set once the host has it.
     pub inflight: AtomicU32,
@@ -77,7 +90,6 @@ pub(crate) struct Slot<P> {
 impl<P> Default for Slot<P> {
     fn default() -> Self {
         Self {
-            word: AtomicU64::new(1),
             inflight: AtomicU32::new(0),
             cell: Mutex::new(None),
         }
@@ -89,6 +101,7 @@ type Chunk<P> = OnceCell<Box<[Slot<P>]>>;
 
 pub(crate) struct SlotTable<P> {
     chunks: Box<[Chunk<P>]>,
+    words: Arc<WordTable>,
     next_fresh: std::sync::atomic::AtomicU32,
     free_tx: Sender<u32>,
     free_rx: Receiver<u32>,
@@ -99,6 +112,9 @@ impl<P> SlotTable<P> {
         let (free_tx, free_rx) = crossbeam_channel::unbounded();
         Self {
             chunks: (0..MAX_CHUNKS).map(|_| OnceCell::new()).collect(),
+            words: Arc::new(WordTable {
+                chunks: (0..MAX_CHUNKS).map(|_| OnceCell::new()).collect(),
+            }),
             next_fresh: std::sync::atomic::AtomicU32::new(0),
             free_tx,
             free_rx,
@@ -115,9 +131,21 @@ impl<P> SlotTable<P> {
             self.next_fresh.store(MAX_TIMERS, Ordering::Relaxed);
             return Err(Error::CapacityExhausted(MAX_TIMERS));
         }
-        self.chunks[(i >> CHUNK_BITS) as usize]
-            .get_or_init(|| (0..CHUNK).map(|_| Slot::default()).collect());
+        let chunk = (i >> CHUNK_BITS) as usize;
+        // Words first: a slot is only reachable once its chunk exists, and then its word
+        // must too. A word starts as generation 0, cancelled: nothing is live.
+        self.words.chunks[chunk].get_or_init(|| (0..CHUNK).map(|_| AtomicU64::new(1)).collect());
+        self.chunks[chunk].get_or_init(|| (0..CHUNK).map(|_| Slot::default()).collect());
         Ok(i)
+    }
+
+    pub fn words(&self) -> &Arc<WordTable> {
+        &self.words
+    }
+
+    /// The liveness word of an allocated slot.
+    pub fn word(&self, index: u32) -> &AtomicU64 {
+        self.words.get(index).expect("allocated slots have words")
     }
 
     pub fn release(&self, index: u32) {

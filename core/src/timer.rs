@@ -16,6 +16,7 @@ use crate::error::{Error, Result};
 use crate::owner::OwnerShared;
 use crate::policy::{normalize_max_catch_up, OverrunPolicy};
 use crate::runtime::{Shared, Wake};
+use crate::table::WordTable;
 
 /// The host's key of a timer, unique per owner.
 pub type TimerKey = u64;
@@ -142,20 +143,15 @@ pub struct TimerCell<P> {
     pub(crate) failed: AtomicU64,
     pub(crate) skipped: AtomicU64,
     pub(crate) last_scheduled: AtomicU64,
-    /// The slot's liveness word (see `table`), reachable without the table.
-    pub(crate) word: *const crate::sync::AtomicU64,
+    /// The runtime's liveness words (see `table`): this generation's is at `id.slot`.
+    pub(crate) words: Arc<WordTable>,
 }
-
-// SAFETY: `word` points into a slot chunk that never moves or frees while the runtime's
-// shared state lives, and every cell holds that shared state alive through its handle or
-// the scheduler; the pointee is an atomic.
-unsafe impl<P: Send> Send for TimerCell<P> {}
-unsafe impl<P: Sync> Sync for TimerCell<P> {}
 
 impl<P> TimerCell<P> {
     pub(crate) fn live_word(&self) -> &crate::sync::AtomicU64 {
-        // SAFETY: see the `Send` impl: the chunk outlives every cell of its runtime.
-        unsafe { &*self.word }
+        self.words
+            .get(self.id.slot)
+            .expect("a cell's slot was allocated")
     }
 
     pub(crate) fn is_live(&self) -> bool {

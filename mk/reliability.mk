@@ -1,0 +1,138 @@
+# Reliability (issue 7): Miri, cargo-fuzz smoke runs, stress with the accounting identity,
+# fault tests (C and Python), ThreadSanitizer over the C fault/stress program.
+#   make test-reliability          quick form (part of `make test`)
+#   make test-reliability LONG=1   long form: 10M churn operations, 4 churn threads,
+#                                  60 s slow handlers, 10 min of fuzzing per target, ...
+# Pieces: reliability-miri, reliability-fuzz, reliability-stress, reliability-faults-c,
+# reliability-tsan, reliability-faults-py. Results and figures: RELIABILITY.md; the logs
+# of the last run: build/reliability/*.log.
+#
+# Nightly-only parts (Miri, cargo-fuzz) are skipped with a message when the machine has no
+# nightly toolchain (`rustup toolchain list`); the Miri component is added when missing.
+
+REL_BUILD := $(BUILD)/reliability
+REL_NIGHTLY := $(shell rustup toolchain list 2>/dev/null | grep -q '^nightly' && echo yes)
+CARGO_FUZZ_VERSION := 0.13.2
+CARGO_FUZZ := $(TOOLS)/bin/cargo-fuzz
+CARGO_FUZZ_STAMP := $(TOOLS)/.cargo-fuzz-$(CARGO_FUZZ_VERSION)
+REL_FUZZ_TARGET_DIR := $(BUILD)/fuzz-target
+REL_FUZZ_CORPUS := $(BUILD)/fuzz-corpus
+REL_C_FLAGS := -std=c11 -Wall -Wextra -Werror -g -O1 -pthread -I$(ROOT)/include
+REL_T := timeout --kill-after=10
+
+ifdef LONG
+REL_FUZZ_SECS ?= 600
+REL_STRESS_ENV := STRESS_LIVE_TIMERS=1000000 STRESS_CHURN_OPS=10000000 STRESS_CHURN_THREADS=4 \
+	STRESS_SLOW_SECS=60 STRESS_RSS_TIMERS=300000 STRESS_RSS_ROUNDS=30
+REL_FAULT_ENV := RELIABILITY_TIMERS=20000 RELIABILITY_STALL_MS=5000 RELIABILITY_CONCURRENT_MS=30000
+REL_PY_ENV := RELIABILITY_PY_TICKS=10000000
+REL_REPLAY_CASES := 5000
+REL_LIMIT := 3600
+else
+REL_FUZZ_SECS ?= 30
+REL_STRESS_ENV := STRESS_LIVE_TIMERS=1000000 STRESS_CHURN_OPS=1000000 STRESS_CHURN_THREADS=2 \
+	STRESS_SLOW_SECS=5 STRESS_RSS_TIMERS=100000
+REL_FAULT_ENV := RELIABILITY_TIMERS=20000 RELIABILITY_STALL_MS=1500 RELIABILITY_CONCURRENT_MS=2000
+REL_PY_ENV := RELIABILITY_PY_TICKS=1000000
+REL_REPLAY_CASES := 200
+REL_LIMIT := 600
+endif
+
+TEST_TARGETS += test-reliability
+
+.PHONY: test-reliability reliability-miri reliability-fuzz reliability-stress \
+	reliability-faults-c reliability-tsan reliability-faults-py reliability-clang \
+	reliability-lib
+
+test-reliability: reliability-miri reliability-fuzz reliability-stress reliability-faults-c \
+	reliability-tsan reliability-faults-py
+	@echo "test-reliability: all reliability suites passed ($(if $(LONG),long,quick) form)"
+
+# Miri over the unit tests (core, ffi) and the ffi boundary tests that need no scheduler
+# thread (Miri cannot run the scheduler's prctl; see RELIABILITY.md).
+reliability-miri:
+ifeq ($(REL_NIGHTLY),yes)
+	@mkdir -p $(REL_BUILD)
+	@installed=$$(rustup component list --toolchain nightly --installed 2>/dev/null); \
+	  if ! grep -q '^miri' <<<"$$installed" || ! grep -q '^rust-src' <<<"$$installed"; then \
+	    rustup component add miri rust-src --toolchain nightly; fi
+	MIRIFLAGS=-Zmiri-disable-isolation PROPTEST_CASES=4 $(REL_T) $(REL_LIMIT) \
+	  $(CARGO) +nightly miri test -p spot-timer-core --lib 2>&1 | tee $(REL_BUILD)/miri-core.log | grep -E '^test |test result'; \
+	  exit $${PIPESTATUS[0]}
+	# A real runtime (scheduler thread, manual clock) under Miri: records outliving their
+	# runtime, generations, concurrent cancels with a failing release hook.
+	MIRIFLAGS=-Zmiri-disable-isolation $(REL_T) $(REL_LIMIT) \
+	  $(CARGO) +nightly miri test -p spot-timer-core --test miri_record_lifetime --test contract \
+	  -- record_live_word contract_01 contract_03 2>&1 | tee $(REL_BUILD)/miri-runtime.log \
+	  | grep -E '^test |test result'; exit $${PIPESTATUS[0]}
+	MIRIFLAGS=-Zmiri-disable-isolation $(REL_T) $(REL_LIMIT) \
+	  $(CARGO) +nightly miri test -p spot-timer-ffi --lib --test miri_boundary --test fuzz_replay 2>&1 \
+	  | tee $(REL_BUILD)/miri-ffi.log | grep -E '^test |test result'; exit $${PIPESTATUS[0]}
+else
+	@echo "reliability-miri: SKIPPED - no nightly toolchain (rustup toolchain install nightly)"
+endif
+
+$(CARGO_FUZZ_STAMP):
+	$(CARGO) install cargo-fuzz --version $(CARGO_FUZZ_VERSION) --locked --root $(TOOLS)
+	@touch $@
+
+# cargo-fuzz smoke runs: REL_FUZZ_SECS per target (30 s each = 60 s quick; 600 s long),
+# then the fuzz harnesses replayed natively on pseudo-random inputs.
+reliability-fuzz:
+ifeq ($(REL_NIGHTLY),yes)
+	@$(MAKE) --no-print-directory $(CARGO_FUZZ_STAMP)
+	@mkdir -p $(REL_BUILD) $(REL_FUZZ_CORPUS)/abi_ops $(REL_FUZZ_CORPUS)/tick_info
+	cd fuzz && PATH=$(TOOLS)/bin:$$PATH $(CARGO) +nightly fuzz build --target-dir $(REL_FUZZ_TARGET_DIR)
+	@for t in abi_ops tick_info; do \
+	  echo "== fuzz $$t for $(REL_FUZZ_SECS) s"; \
+	  (cd fuzz && PATH=$(TOOLS)/bin:$$PATH $(REL_T) $$(( $(REL_FUZZ_SECS) + 300 )) \
+	    $(CARGO) +nightly fuzz run --target-dir $(REL_FUZZ_TARGET_DIR) $$t $(REL_FUZZ_CORPUS)/$$t -- \
+	    -max_total_time=$(REL_FUZZ_SECS) -max_len=4096 -print_final_stats=1 \
+	    > $(REL_BUILD)/fuzz-$$t.log 2>&1); rc=$$?; \
+	  grep -E '^Done|stat::number_of_executed_units|stat::peak_rss' $(REL_BUILD)/fuzz-$$t.log; \
+	  if [ $$rc != 0 ]; then tail -60 $(REL_BUILD)/fuzz-$$t.log; echo "fuzz $$t FAILED (fuzz/artifacts/$$t)"; exit 1; fi; \
+	done
+else
+	@echo "reliability-fuzz: SKIPPED - cargo-fuzz needs a nightly toolchain"
+endif
+	FUZZ_REPLAY_CASES=$(REL_REPLAY_CASES) $(REL_T) $(REL_LIMIT) \
+	  $(CARGO) test --release -p spot-timer-ffi --test fuzz_replay
+
+# Stress with the accounting identity (core/tests/stress_accounting.rs, #[ignore]d tests).
+reliability-stress:
+	@mkdir -p $(REL_BUILD)
+	$(REL_STRESS_ENV) $(REL_T) $(REL_LIMIT) $(CARGO) test --release -p spot-timer-core \
+	  --test stress_accounting -- --ignored --nocapture --test-threads=1 2>&1 \
+	  | tee $(REL_BUILD)/stress.log | grep -E 'FIGURES|^RSS|^test |test result|panicked'; \
+	  exit $${PIPESTATUS[0]}
+
+reliability-lib:
+	$(CARGO) build --release -p spot-timer-ffi
+	@mkdir -p $(REL_BUILD)
+	cp $(CARGO_TARGET_DIR)/release/libspot_timer.a $(CARGO_TARGET_DIR)/release/libspot_timer.so $(REL_BUILD)/
+
+reliability-faults-c: reliability-lib
+	gcc $(REL_C_FLAGS) tests/reliability/faults.c $(REL_BUILD)/libspot_timer.a -lpthread -ldl -lm \
+	  -o $(REL_BUILD)/faults
+	$(REL_FAULT_ENV) $(REL_T) $(REL_LIMIT) $(REL_BUILD)/faults 2>&1 | tee $(REL_BUILD)/faults.log; \
+	  exit $${PIPESTATUS[0]}
+
+reliability-clang:
+	@command -v clang >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang)
+
+# ThreadSanitizer over the same program: the C host code is instrumented, the library is
+# the normal release build, linked shared (see RELIABILITY.md for what that covers).
+# tests/reliability/tsan.supp ignores the interceptors called from inside the library:
+# TSan cannot see its atomics, so those reports would be false positives.
+reliability-tsan: reliability-lib reliability-clang
+	clang $(REL_C_FLAGS) -fsanitize=thread tests/reliability/faults.c \
+	  -L$(REL_BUILD) -lspot_timer -Wl,-rpath,$(REL_BUILD) -lpthread -ldl -lm -o $(REL_BUILD)/faults_tsan
+	TSAN_OPTIONS="halt_on_error=1 exitcode=66 suppressions=$(ROOT)/tests/reliability/tsan.supp" \
+	  $(REL_FAULT_ENV) RELIABILITY_TIMERS=5000 $(REL_T) $(REL_LIMIT) $(REL_BUILD)/faults_tsan \
+	  failing_release forever_handler stalled_host concurrent_hosts 2>&1 | tee $(REL_BUILD)/tsan.log; \
+	  exit $${PIPESTATUS[0]}
+
+# Python faults: raising handler for 1M ticks (memory flat), shutdown with 20k live timers.
+reliability-faults-py: $(PY_INSTALLED)
+	cd tests/reliability && $(REL_PY_ENV) $(PY) -m pytest -q -s -p no:cacheprovider --timeout $(REL_LIMIT) \
+	  test_py_faults.py 2>&1 | tee $(REL_BUILD)/py-faults.log; exit $${PIPESTATUS[0]}
