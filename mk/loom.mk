@@ -9,3 +9,6 @@ TEST_TARGETS += test-loom
 test-loom:
 	RUSTFLAGS="--cfg spot_loom" CARGO_TARGET_DIR=$(LOOM_TARGET) \
 	  $(CARGO) test -p spot-timer-core --release --lib loom_models
+
+# The loom models are part of the reliability suite too.
+test-reliability: test-loom
