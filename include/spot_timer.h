@@ -140,8 +140,9 @@
 // `spot_timer_spec::first_due_ns` meaning "one period after registration".
 #define SPOT_FIRST_DUE_DEFAULT UINT64_MAX
 
-// `spot_abi_version()` of this header: (major << 16) | minor.
-#define SPOT_ABI_VERSION (1 << 16)
+// `spot_abi_version()` of this header: (major << 16) | minor. 1.1 appended `ticks_due` and
+// `ticks_discarded` to `spot_stats`.
+#define SPOT_ABI_VERSION ((1 << 16) | 1)
 
 // Status code returned by every fallible `spot_*` function (`int32_t`). 0 is success.
 typedef int32_t spot_status;
@@ -229,7 +230,11 @@ struct spot_runtime_config {
 
 // A snapshot of a runtime's counters. Set `struct_size = sizeof(spot_stats)` before the
 // call; the library fills `min(struct_size, its size)` bytes and stores that number in
-// `struct_size`.
+// `struct_size`. Fields are only ever appended: ABI 1.0 ended at `gate_waits` (200 bytes),
+// ABI 1.1 appended `ticks_due` and `ticks_discarded` (216 bytes).
+//
+// Tick accounting: once every generation has ended, `ticks_due == completed_ok +
+// completed_failed + ticks_skipped + ticks_dropped_authority + ticks_discarded`.
 struct spot_stats {
     uint32_t struct_size;
     uint32_t reserved;
@@ -255,8 +260,12 @@ struct spot_stats {
     uint64_t completed_ok;
     uint64_t completed_failed;
     uint64_t completed_deferred;
+    // Records not started because they were stale when handed over or started.
     uint64_t not_started;
+    // Nominal ticks skipped by the overrun policy (sum of `skipped_ticks`).
     uint64_t ticks_skipped;
+    // Due ticks never delivered because the owner lease ran out or the authority was
+    // revoked.
     uint64_t ticks_dropped_authority;
     uint64_t registered;
     uint64_t ended;
@@ -265,6 +274,11 @@ struct spot_stats {
     uint64_t stale_entries_dropped;
     uint64_t compactions;
     uint64_t gate_waits;
+    // Nominal ticks that had come due, summed over generations when they end (ABI 1.1).
+    uint64_t ticks_due;
+    // Due ticks never delivered because the generation was cancelled, superseded or the
+    // runtime closed (ABI 1.1).
+    uint64_t ticks_discarded;
 };
 
 // What to register. Versioned: set `struct_size = sizeof(spot_timer_spec)`.
@@ -477,7 +491,7 @@ spot_status spot_owner_gate_enter(uint64_t rt, uint64_t owner_id, int64_t timeou
 spot_status spot_owner_gate_leave(uint64_t rt, uint64_t owner_id);
 
 // The ABI version of the library: `(major << 16) | minor`; this header is
-// `SPOT_ABI_VERSION` (1.0). A host built against major M works with a library of the
+// `SPOT_ABI_VERSION` (1.1). A host built against major M works with a library of the
 // same major M and a minor >= its own.
 //
 // Infallible. Thread-safe.

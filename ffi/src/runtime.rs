@@ -119,7 +119,7 @@ pub(crate) fn enter_callback(rt: u64) -> impl Drop {
 }
 
 /// The ABI version of the library: `(major << 16) | minor`; this header is
-/// `SPOT_ABI_VERSION` (1.0). A host built against major M works with a library of the
+/// `SPOT_ABI_VERSION` (1.1). A host built against major M works with a library of the
 /// same major M and a minor >= its own.
 ///
 /// Infallible. Thread-safe.
@@ -297,6 +297,8 @@ pub unsafe extern "C" fn spot_stats(rt: u64, out: *mut spot_stats) -> spot_statu
             stale_entries_dropped: s.stale_entries_dropped,
             compactions: s.compactions,
             gate_waits: s.gate_waits,
+            ticks_due: s.ticks_due,
+            ticks_discarded: s.ticks_discarded,
         };
         write_versioned(out, "out", v)
     })

@@ -59,8 +59,9 @@ pub const SPOT_END_RUNTIME_CLOSED: u32 = 5;
 
 /// `spot_timer_spec::first_due_ns` meaning "one period after registration".
 pub const SPOT_FIRST_DUE_DEFAULT: u64 = u64::MAX;
-/// `spot_abi_version()` of this header: (major << 16) | minor.
-pub const SPOT_ABI_VERSION: u32 = 1 << 16;
+/// `spot_abi_version()` of this header: (major << 16) | minor. 1.1 appended `ticks_due` and
+/// `ticks_discarded` to `spot_stats`.
+pub const SPOT_ABI_VERSION: u32 = (1 << 16) | 1;
 
 /// A timer generation: a value, copy it freely. Generations are unique in the process,
 /// so a handle of another runtime or an ended generation is rejected, never misused.
@@ -182,7 +183,11 @@ pub struct spot_completion {
 
 /// A snapshot of a runtime's counters. Set `struct_size = sizeof(spot_stats)` before the
 /// call; the library fills `min(struct_size, its size)` bytes and stores that number in
-/// `struct_size`.
+/// `struct_size`. Fields are only ever appended: ABI 1.0 ended at `gate_waits` (200 bytes),
+/// ABI 1.1 appended `ticks_due` and `ticks_discarded` (216 bytes).
+///
+/// Tick accounting: once every generation has ended, `ticks_due == completed_ok +
+/// completed_failed + ticks_skipped + ticks_dropped_authority + ticks_discarded`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct spot_stats {
@@ -210,8 +215,12 @@ pub struct spot_stats {
     pub completed_ok: u64,
     pub completed_failed: u64,
     pub completed_deferred: u64,
+    /// Records not started because they were stale when handed over or started.
     pub not_started: u64,
+    /// Nominal ticks skipped by the overrun policy (sum of `skipped_ticks`).
     pub ticks_skipped: u64,
+    /// Due ticks never delivered because the owner lease ran out or the authority was
+    /// revoked.
     pub ticks_dropped_authority: u64,
     pub registered: u64,
     pub ended: u64,
@@ -220,6 +229,11 @@ pub struct spot_stats {
     pub stale_entries_dropped: u64,
     pub compactions: u64,
     pub gate_waits: u64,
+    /// Nominal ticks that had come due, summed over generations when they end (ABI 1.1).
+    pub ticks_due: u64,
+    /// Due ticks never delivered because the generation was cancelled, superseded or the
+    /// runtime closed (ABI 1.1).
+    pub ticks_discarded: u64,
 }
 
 /// Fixed-size statistics of one generation. Versioned like `spot_stats`.
@@ -240,7 +254,7 @@ const _: () = {
     assert!(size_of::<spot_runtime_config>() == 16 + 3 * size_of::<usize>());
     assert!(size_of::<spot_timer_spec>() == 40);
     assert!(size_of::<spot_completion>() == 16);
-    assert!(size_of::<spot_stats>() == 8 + 24 * 8);
+    assert!(size_of::<spot_stats>() == 8 + 26 * 8);
     assert!(size_of::<spot_timer_stats>() == 40);
     #[cfg(target_pointer_width = "64")]
     assert!(size_of::<spot_record>() == 112 && size_of::<spot_runtime_config>() == 40);

@@ -5,6 +5,8 @@
 #define _GNU_SOURCE
 #include <poll.h>
 #include <stdatomic.h>
+#include <stddef.h>
+#include <stdlib.h>
 
 #include "contract.h"
 #include "util.h"
@@ -458,12 +460,73 @@ static void bad_cancel_with_record_waiting_in_queue(void) {
     CHECK_OK(spot_runtime_free(rt));
 }
 
+/* A host built against ABI 1.0 passes struct_size = 200 (the 1.0 sizeof(spot_stats)):
+ * still accepted, filled up to exactly 200 bytes with the 1.0 fields, nothing beyond. */
+static void bad_old_stats_struct_size_filled_up_to_it(void) {
+    enum { V1_0_SIZE = 200 };
+    CHECK_EQ_U64(offsetof(struct spot_stats, ticks_due), V1_0_SIZE);
+    uint64_t rt = manual_runtime();
+    uint64_t ep = owner(rt, 1, SPOT_GATE_CONCURRENT);
+    struct spot_record r[4];
+    struct spot_timer t = reg(rt, 1, ep, 1, spec_every(10 * MS, SPOT_POLICY_SKIP_LATE_TICKS, 1));
+    CHECK_OK(spot_advance(rt, 30 * MS));
+    CHECK_EQ_U64(xchg(rt, NULL, 0, r, 4), 1);
+    CHECK_EQ_U64(complete_and_take(rt, &r[0], SPOT_OUTCOME_OK, r, 4), 0);
+    CHECK_OK(spot_advance(rt, 10 * MS)); /* tick 4 published, never received */
+    CHECK_OK(spot_timer_cancel(rt, t, -1, NULL));
+    struct spot_stats full = stats(rt); /* the 1.1 size */
+    CHECK_EQ_U64(full.struct_size, 216);
+    CHECK_EQ_U64(full.ticks_due, 4);
+    CHECK_EQ_U64(full.ticks_discarded, 1);
+
+    /* in a 1.1-sized struct: the two 1.1 fields stay untouched */
+    struct spot_stats s;
+    memset(&s, 0xab, sizeof s);
+    s.struct_size = V1_0_SIZE;
+    CHECK_OK(spot_stats(rt, &s));
+    CHECK_EQ_U64(s.struct_size, V1_0_SIZE);
+    CHECK_EQ_U64(s.reserved, 0);
+    CHECK_EQ_U64(s.scheduler_threads, 1);
+    CHECK_EQ_U64(s.completed_ok, 1);
+    CHECK_EQ_U64(s.ticks_skipped, 2);
+    CHECK_EQ_U64(s.ended, 1);
+    CHECK_EQ_U64(s.gate_waits, full.gate_waits); /* the last 1.0 field is filled */
+    CHECK(memcmp((char *)&s + 8, (char *)&full + 8, V1_0_SIZE - 8) == 0);
+    CHECK_EQ_U64(s.ticks_due, 0xababababababababULL);
+    CHECK_EQ_U64(s.ticks_discarded, 0xababababababababULL);
+
+    /* in exactly 200 bytes of heap (what a 1.0 host allocates): ASan/valgrind see any
+     * write past them */
+    unsigned char *old = malloc(V1_0_SIZE);
+    CHECK(old != NULL);
+    if (old) {
+        memset(old, 0, V1_0_SIZE);
+        uint32_t size = V1_0_SIZE;
+        memcpy(old, &size, sizeof size);
+        CHECK_OK(spot_stats(rt, (struct spot_stats *)(void *)old));
+        memcpy(&size, old, sizeof size);
+        CHECK_EQ_U64(size, V1_0_SIZE);
+        CHECK(memcmp(old + 8, (char *)&full + 8, V1_0_SIZE - 8) == 0);
+        free(old);
+    }
+
+    /* a size between the two versions is filled up to it */
+    memset(&s, 0xab, sizeof s);
+    s.struct_size = V1_0_SIZE + 8;
+    CHECK_OK(spot_stats(rt, &s));
+    CHECK_EQ_U64(s.struct_size, V1_0_SIZE + 8);
+    CHECK_EQ_U64(s.ticks_due, 4);
+    CHECK_EQ_U64(s.ticks_discarded, 0xababababababababULL);
+    CHECK_OK(spot_runtime_free(rt));
+}
+
 void run_bad_input_tests(void) {
     RUN(bad_null_pointers);
     RUN(bad_freed_and_foreign_runtime_handles);
     RUN(bad_stale_timer_handles);
     RUN(bad_unknown_enum_values);
     RUN(bad_struct_sizes);
+    RUN(bad_old_stats_struct_size_filled_up_to_it);
     RUN(bad_zero_capacity_and_modes);
     RUN(bad_wakeup_fd_tracks_pending);
     RUN(bad_reentrancy_from_batch_callback);

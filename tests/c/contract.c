@@ -458,13 +458,13 @@ static void contract_t10_one_crossing_per_wakeup(void) {
 /* The layout the bindings mirror (x86_64 / any LP64 target). */
 static void abi_layout(void) {
     CHECK_EQ_U64(spot_abi_version(), SPOT_ABI_VERSION);
-    CHECK_EQ_U64(SPOT_ABI_VERSION, 0x00010000);
+    CHECK_EQ_U64(SPOT_ABI_VERSION, 0x00010001); /* 1.1: spot_stats gained two counters */
     CHECK_EQ_U64(sizeof(struct spot_timer), 16);
     CHECK_EQ_U64(sizeof(struct spot_runtime_config), 40);
     CHECK_EQ_U64(sizeof(struct spot_timer_spec), 40);
     CHECK_EQ_U64(sizeof(struct spot_completion), 16);
     CHECK_EQ_U64(sizeof(struct spot_record), 112);
-    CHECK_EQ_U64(sizeof(struct spot_stats), 200);
+    CHECK_EQ_U64(sizeof(struct spot_stats), 216);
     CHECK_EQ_U64(sizeof(struct spot_timer_stats), 40);
     CHECK_EQ_U64(offsetof(struct spot_record, token), 16);
     CHECK_EQ_U64(offsetof(struct spot_record, timer), 24);
@@ -474,6 +474,162 @@ static void abi_layout(void) {
     CHECK_EQ_U64(offsetof(struct spot_runtime_config, callback), 16);
     CHECK_EQ_U64(offsetof(struct spot_stats, host_crossings), 8 + 9 * 8);
     CHECK_EQ_U64(offsetof(struct spot_stats, gate_waits), 192);
+    /* ABI 1.1 appended these after the 200 bytes of 1.0 */
+    CHECK_EQ_U64(offsetof(struct spot_stats, ticks_due), 200);
+    CHECK_EQ_U64(offsetof(struct spot_stats, ticks_discarded), 208);
+}
+
+static struct spot_timer_spec spec_once(uint64_t delay_ns) {
+    struct spot_timer_spec s = spec_every(0, SPOT_POLICY_SKIP_LATE_TICKS, 1);
+    s.first_due_ns = delay_ns;
+    return s;
+}
+
+struct cancel_now_arg {
+    uint64_t rt;
+    struct spot_timer t;
+    int64_t timeout_ns;
+    spot_status status;
+    uint32_t reason;
+};
+
+static void *cancel_now_thread(void *p) {
+    struct cancel_now_arg *a = p;
+    a->status = spot_timer_cancel(a->rt, a->t, a->timeout_ns, &a->reason);
+    return NULL;
+}
+
+/* Cancels `t` from another thread (this thread may have started one of t's records, and
+ * spot_record_begin marks it as running t's callback), waiting up to `timeout_ns`. */
+static void cancel_on_thread(uint64_t rt, struct spot_timer t, int64_t timeout_ns,
+                             spot_status want) {
+    struct cancel_now_arg a = {.rt = rt, .t = t, .timeout_ns = timeout_ns, .reason = 99};
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, cancel_now_thread, &a) == 0);
+    pthread_join(th, NULL);
+    CHECK_ST(a.status, want);
+    if (want == SPOT_OK) CHECK_EQ_U64(a.reason, SPOT_END_CANCELLED);
+}
+
+static struct spot_record *find(struct spot_record *r, size_t n, struct spot_timer t) {
+    for (size_t i = 0; i < n; i++)
+        if (r[i].kind == SPOT_RECORD_TICK && r[i].timer.generation == t.generation) return &r[i];
+    CHECK(!"no record of the timer");
+    return &r[0];
+}
+
+/* SPEC T7/T10 tick accounting through the C ABI (1.1): once every generation has ended,
+ * ticks_due == completed_ok + completed_failed + ticks_skipped + ticks_dropped_authority
+ * + ticks_discarded. Timers of every policy and a one-shot; Ok and Failed completions;
+ * cancels with a record published but not received, and with records in the host's hands
+ * (one started, one stale); a superseded generation with a due tick; a revoked owner. */
+static void stats_tick_accounting_identity(void) {
+    uint64_t rt = manual_runtime();
+    uint64_t ep1 = owner(rt, 1, SPOT_GATE_CONCURRENT);
+    uint64_t ep2 = owner(rt, 2, SPOT_GATE_CONCURRENT);
+    struct spot_record r[16];
+    struct spot_completion done[8];
+
+    struct spot_timer a = reg(rt, 1, ep1, 1, spec_every(10 * MS, SPOT_POLICY_SKIP_LATE_TICKS, 1));
+    struct spot_timer b = reg(rt, 1, ep1, 2, spec_every(10 * MS, SPOT_POLICY_CATCH_UP_BOUNDED, 2));
+    struct spot_timer c = reg(rt, 1, ep1, 3, spec_every(10 * MS, SPOT_POLICY_DELAY_NEXT_TICK, 1));
+    struct spot_timer d = reg(rt, 1, ep1, 4, spec_every(10 * MS, SPOT_POLICY_SKIP_LATE_TICKS, 1));
+    struct spot_timer e;
+    struct spot_timer_spec once = spec_once(5 * MS);
+    CHECK_OK(spot_timer_register(rt, 1, ep1, 5, &once, NULL, NULL, &e));
+    reg(rt, 2, ep2, 1, spec_every(10 * MS, SPOT_POLICY_SKIP_LATE_TICKS, 1)); /* f */
+
+    /* t=35: A (3, skips 2), B (2, skips 1), C (1), D (3), E (once), F (3) are published */
+    CHECK_OK(spot_advance(rt, 35 * MS));
+    /* D is cancelled while its record waits unreceived: 3 due ticks discarded */
+    uint32_t reason = 99;
+    CHECK_OK(spot_timer_cancel(rt, d, -1, &reason));
+    CHECK_EQ_U64(reason, SPOT_END_CANCELLED);
+    /* owner 2's authority ends with F's record unreceived: 3 ticks dropped */
+    CHECK_OK(spot_owner_revoke(rt, 2, ep2));
+    size_t n = xchg(rt, NULL, 0, r, 16);
+    CHECK_EQ_U64(n, 4);
+    if (n != 4) goto out;
+    struct spot_record ra = *find(r, n, a), rb = *find(r, n, b), rc = *find(r, n, c),
+                       re = *find(r, n, e);
+    CHECK_EQ_U64(ra.skipped_ticks, 2);
+    CHECK_EQ_U64(rb.skipped_ticks, 1);
+    done[0] = (struct spot_completion){ra.token, SPOT_OUTCOME_OK, 0};
+    done[1] = (struct spot_completion){rb.token, SPOT_OUTCOME_FAILED, 0};
+    done[2] = (struct spot_completion){rc.token, SPOT_OUTCOME_OK, 0};
+    done[3] = (struct spot_completion){re.token, SPOT_OUTCOME_OK, 0};
+    n = xchg(rt, done, 4, r, 16); /* B's backlog: tick 3 right away */
+    CHECK_EQ_U64(n, 1);
+    CHECK_EQ_U64(r[0].timer.generation, b.generation);
+    CHECK_EQ_U64(r[0].scheduled_index, 3);
+    CHECK_EQ_U64(complete_and_take(rt, &r[0], SPOT_OUTCOME_OK, r, 16), 0);
+
+    /* G gets superseded while its first tick waits unreceived: 1 tick discarded */
+    struct spot_timer g = reg(rt, 1, ep1, 6, spec_every(10 * MS, SPOT_POLICY_SKIP_LATE_TICKS, 1));
+    CHECK_OK(spot_advance(rt, 10 * MS)); /* t=45: A 4, B 4, C 2 (45 = 35 + period), G 1 */
+    struct spot_timer g2 = reg(rt, 1, ep1, 6, spec_every(10 * MS, SPOT_POLICY_SKIP_LATE_TICKS, 1));
+    CHECK(g2.generation != g.generation);
+    n = xchg(rt, NULL, 0, r, 16);
+    CHECK_EQ_U64(n, 3);
+    if (n != 3) goto out;
+    ra = *find(r, n, a);
+    rb = *find(r, n, b);
+    rc = *find(r, n, c);
+    /* B's and C's handlers start; then A, B and C are cancelled with records in hand */
+    CHECK_OK(spot_record_begin(rt, &rb));
+    CHECK_OK(spot_record_begin(rt, &rc));
+    cancel_on_thread(rt, a, 0, SPOT_E_TIMEOUT);
+    cancel_on_thread(rt, b, 0, SPOT_E_TIMEOUT);
+    cancel_on_thread(rt, c, 0, SPOT_E_TIMEOUT);
+    CHECK_ST(spot_record_begin(rt, &ra), SPOT_E_STALE_TIMER); /* A's tick 4: discarded */
+    CHECK_EQ_U64(stats(rt).live_timers, 4); /* A, B, C end when their records complete */
+    done[0] = (struct spot_completion){ra.token, SPOT_OUTCOME_NOT_STARTED, 0};
+    done[1] = (struct spot_completion){rb.token, SPOT_OUTCOME_OK, 0};
+    done[2] = (struct spot_completion){rc.token, SPOT_OUTCOME_FAILED, 0};
+    CHECK_EQ_U64(xchg(rt, done, 3, r, 16), 0);
+    /* applied completions ended A, B and C: their recorded result, without waiting */
+    cancel_on_thread(rt, a, 0, SPOT_OK);
+    cancel_on_thread(rt, b, 0, SPOT_OK);
+    cancel_on_thread(rt, c, 0, SPOT_OK);
+    CHECK_OK(spot_timer_cancel(rt, g2, -1, &reason)); /* nothing due yet */
+    CHECK_EQ_U64(reason, SPOT_END_CANCELLED);
+    CHECK_OK(spot_advance(rt, 100 * MS));
+    CHECK_EQ_U64(xchg(rt, NULL, 0, r, 16), 0);
+
+    struct spot_stats s = stats(rt);
+    CHECK_EQ_U64(s.struct_size, sizeof s);
+    CHECK_EQ_U64(s.live_timers, 0);
+    CHECK_EQ_U64(s.registered, 8);
+    CHECK_EQ_U64(s.ended, s.registered);
+    CHECK_EQ_U64(s.ticks_due, s.completed_ok + s.completed_failed + s.ticks_skipped +
+                                  s.ticks_dropped_authority + s.ticks_discarded);
+    CHECK(s.ticks_due > 0);
+    CHECK(s.ticks_discarded > 0);
+    CHECK(s.ticks_skipped > 0);
+    CHECK(s.ticks_dropped_authority > 0);
+    /* the exact split: A 4 + B 4 + C 2 + D 3 + E 1 + F 3 + G 1 due */
+    CHECK_EQ_U64(s.ticks_due, 18);
+    CHECK_EQ_U64(s.completed_ok, 5);            /* A3 C1 E1 B3 B4 */
+    CHECK_EQ_U64(s.completed_failed, 2);        /* B2 C2 */
+    CHECK_EQ_U64(s.ticks_skipped, 3);           /* A 2, B 1 */
+    CHECK_EQ_U64(s.ticks_dropped_authority, 3); /* F */
+    CHECK_EQ_U64(s.ticks_discarded, 5);         /* D 3, G 1, A 1 */
+    /* the per-generation statistics agree */
+    uint64_t delivered = 0, skipped = 0, failed = 0;
+    struct spot_timer ended[4] = {a, b, c, e};
+    for (int i = 0; i < 4; i++) {
+        struct spot_timer_stats ts = {0};
+        ts.struct_size = sizeof ts;
+        CHECK_OK(spot_timer_stats(rt, ended[i], &ts));
+        delivered += ts.delivered;
+        skipped += ts.skipped_ticks;
+        failed += ts.failed;
+    }
+    CHECK_EQ_U64(delivered, s.completed_ok + s.completed_failed);
+    CHECK_EQ_U64(failed, s.completed_failed);
+    CHECK_EQ_U64(skipped, s.ticks_skipped);
+out:
+    CHECK_OK(spot_runtime_free(rt));
 }
 
 void run_contract_tests(void) {
@@ -492,4 +648,5 @@ void run_contract_tests(void) {
     RUN(contract_12_resources_do_not_grow);
     RUN(contract_13_stats_fixed_size);
     RUN(contract_t10_one_crossing_per_wakeup);
+    RUN(stats_tick_accounting_identity);
 }

@@ -51,6 +51,8 @@ namespace SpotTimer.Interop
         public const uint OUTCOME_OK = 0, OUTCOME_FAILED = 1, OUTCOME_DEFERRED = 2, OUTCOME_NOT_STARTED = 3;
         public const uint RECORD_TICK = 0, RECORD_CANCEL_DONE = 1;
         public const ulong FIRST_DUE_DEFAULT = ulong.MaxValue;
+        /// <summary>The ABI version this binding is built against: (major &lt;&lt; 16) | minor.</summary>
+        public const uint ABI_VERSION = 0x00010001;
     }
 
     [NativeStruct("spot_timer")]
@@ -147,6 +149,9 @@ namespace SpotTimer.Interop
         public ulong stale_entries_dropped;
         public ulong compactions;
         public ulong gate_waits;
+        // ABI 1.1
+        public ulong ticks_due;
+        public ulong ticks_discarded;
     }
 
     [NativeStruct("spot_timer_stats")]

@@ -127,12 +127,20 @@ namespace SpotTimer
             Ended = (long)s.ended; CleanupFailures = (long)s.cleanup_failures;
             InvalidCompletions = (long)s.invalid_completions; StaleEntriesDropped = (long)s.stale_entries_dropped;
             Compactions = (long)s.compactions; GateWaits = (long)s.gate_waits;
+            TicksDue = (long)s.ticks_due; TicksDiscarded = (long)s.ticks_discarded;
             ManagedTransitions = managedTransitions;
         }
         public long SchedulerThreads, WakeupPrimitives, OsTimers, QueueLength, LiveTimers, Owners, Wakeups,
             Batches, RecordsPublished, HostCrossings, RecordsReceived, CompletedOk, CompletedFailed,
             CompletedDeferred, NotStarted, TicksSkipped, TicksDroppedAuthority, Registered, Ended,
             CleanupFailures, InvalidCompletions, StaleEntriesDropped, Compactions, GateWaits;
+        /// <summary>Nominal ticks that had come due, summed over generations when they end. Once
+        /// every generation has ended: TicksDue == CompletedOk + CompletedFailed + TicksSkipped +
+        /// TicksDroppedAuthority + TicksDiscarded.</summary>
+        public long TicksDue;
+        /// <summary>Due ticks never delivered because the generation was cancelled, superseded
+        /// or the runtime closed.</summary>
+        public long TicksDiscarded;
         /// <summary>P/Invoke calls the managed delivery path made (exchange + complete calls).</summary>
         public long ManagedTransitions;
     }

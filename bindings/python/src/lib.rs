@@ -500,7 +500,9 @@ impl NativeRuntime {
             invalid_completions,
             stale_entries_dropped,
             compactions,
-            gate_waits
+            gate_waits,
+            ticks_due,
+            ticks_discarded
         );
         Ok(d)
     }

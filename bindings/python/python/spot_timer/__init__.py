@@ -160,6 +160,13 @@ class Stats:
     stale_entries_dropped: int
     compactions: int
     gate_waits: int
+    #: Nominal ticks that had come due, summed over generations when they end. Once every
+    #: generation has ended: ``ticks_due == completed_ok + completed_failed + ticks_skipped
+    #: + ticks_dropped_authority + ticks_discarded``.
+    ticks_due: int
+    #: Due ticks never delivered because the generation was cancelled, superseded or the
+    #: runtime closed.
+    ticks_discarded: int
 
     @property
     def records_per_crossing(self) -> float:

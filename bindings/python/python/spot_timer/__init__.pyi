@@ -129,6 +129,8 @@ class Stats:
     stale_entries_dropped: int
     compactions: int
     gate_waits: int
+    ticks_due: int
+    ticks_discarded: int
     def __init__(
         self,
         scheduler_threads: int,
@@ -155,6 +157,8 @@ class Stats:
         stale_entries_dropped: int,
         compactions: int,
         gate_waits: int,
+        ticks_due: int,
+        ticks_discarded: int,
     ) -> None: ...
     @property
     def records_per_crossing(self) -> float: ...

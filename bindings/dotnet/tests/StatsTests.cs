@@ -1,0 +1,146 @@
+// SPEC T7/T10 tick accounting through Runtime.GetStats() (ABI 1.1 counters TicksDue and
+// TicksDiscarded): once every generation has ended, TicksDue == CompletedOk +
+// CompletedFailed + TicksSkipped + TicksDroppedAuthority + TicksDiscarded.
+using System;
+using System.Collections.Generic;
+using System.Threading.Tasks;
+using NUnit.Framework;
+using SpotTimer;
+using SpotTimer.Interop;
+
+namespace SpotTimer.Tests
+{
+    [TestFixture]
+    public class StatsTests
+    {
+        static string Ticks(List<Tick> l)
+        {
+            var parts = new List<string>();
+            foreach (var t in l) parts.Add(t.DeliveryIndex + "/" + t.ScheduledIndex + "/" + t.SkippedTicks);
+            return string.Join(" ", parts);
+        }
+
+        [Test]
+        public void AbiVersion_IsTheOneThisBindingMirrors()
+        {
+            Assert.AreEqual(0x00010001u, C.ABI_VERSION);
+            Assert.AreEqual(C.ABI_VERSION, Native.spot_abi_version());
+        }
+
+        [Test, Timeout(30000)]
+        public void TickAccountingIdentity_HoldsOnceEveryGenerationEnded()
+        {
+            using (var rt = Runtime.CreateManual())
+            {
+                int failures = 0;
+                rt.HandlerFailed += (sender, args) => failures++;
+                var o1 = rt.AcquireOwner(1, null, GateMode.Concurrent);
+                var o2 = rt.AcquireOwner(2);   // serial gates, held by the test below
+                var o3 = rt.AcquireOwner(3);
+                var a = new List<Tick>(); var b = new List<Tick>(); var c = new List<Tick>();
+                var e = new List<Tick>(); var p = new List<Tick>(); var q = new List<Tick>();
+                var g = new List<Tick>(); var f = new List<Tick>();
+                var cDone = new TaskCompletionSource<bool>();
+                var cSecondStarted = new System.Threading.ManualResetEventSlim();
+
+                var ta = o1.Every(1, T.Ms(10), t => a.Add(t));
+                var tb = o1.Every(2, T.Ms(10), t =>
+                {
+                    b.Add(t);
+                    if (t.DeliveryIndex == 1) throw new InvalidOperationException("b's first tick fails");
+                }, new TimerOptions { Policy = OverrunPolicy.CatchUpBounded, MaxCatchUpTicks = 2 });
+                var tc = o1.Every(3, T.Ms(10), t =>
+                {
+                    // async: runs on the thread pool. The second tick's handler is still running
+                    // when C is cancelled; it fails.
+                    c.Add(t);
+                    if (t.DeliveryIndex != 2) return Task.FromResult(true);
+                    cSecondStarted.Set();
+                    return cDone.Task;
+                }, new TimerOptions { Policy = OverrunPolicy.DelayNextTick });
+                o1.After(5, T.Ms(5), t => e.Add(t));
+                // P and Q come due in one batch: the first to run cancels the other, whose
+                // record is already in the batch (it must not start: its ticks are discarded)
+                Timer tp = null, tq = null;
+                tp = o1.Every(7, T.Ms(10), t => { p.Add(t); if (q.Count == 0) tq.CancelAsync(); });
+                tq = o1.Every(8, T.Ms(10), t => { q.Add(t); if (p.Count == 0) tp.CancelAsync(); });
+                var tg = o2.Every(1, T.Ms(10), t => g.Add(t));
+                var tf = o3.Every(1, T.Ms(10), t => f.Add(t));
+
+                Assert.IsTrue(o2.EnterGate(T.Wait));
+                Assert.IsTrue(o3.EnterGate(T.Wait));
+                // t=35: A 3 (skips 2), B 2 (skips 1) then 3, C 1, E, P or Q 3 (skips 2) run;
+                // G's and F's 3 due ticks wait for their owners' gates
+                rt.Advance(T.Ms(35));
+                Assert.AreEqual("1/3/2", Ticks(a));
+                Assert.AreEqual("1/2/1 2/3/0", Ticks(b));
+                Assert.AreEqual("1/1/0", Ticks(e));
+                Assert.AreEqual(1, p.Count + q.Count, "a cancelled record of the running batch started");
+                var survivor = p.Count == 1 ? tp : tq;
+                var victim = p.Count == 1 ? tq : tp;
+                Assert.AreEqual("1/3/2", Ticks(p.Count == 1 ? p : q));
+                Assert.AreEqual(EndReason.Cancelled, victim.Cancel(T.Wait).Reason);
+                Assert.AreEqual(EndReason.Cancelled, tg.Cancel(T.Wait).Reason);  // G: 3 discarded
+                o3.Revoke();                                                      // F: 3 dropped
+                Assert.AreEqual(EndReason.Revoked, tf.Cancel(T.Wait).Reason);
+                o2.LeaveGate();
+                o3.LeaveGate();
+                // C's first (async) completion is applied at t=35: its next tick is due at 45
+                Assert.IsTrue(rt.Settle(T.Wait));
+                Assert.AreEqual("1/1/0", Ticks(c));
+                Assert.AreEqual(0, g.Count + f.Count);
+                Assert.AreEqual(1, failures);
+                var s0 = rt.GetStats();
+                Assert.Greater(s0.GateWaits, 0);
+
+                // t=45: A 4, B 4, survivor 4 run; C's tick 2 starts and stays running
+                rt.Advance(T.Ms(10));
+                Assert.IsTrue(cSecondStarted.Wait(T.Wait), "C's second tick did not start");
+                Assert.AreEqual("1/1/0 2/2/0", Ticks(c));
+                var cancelC = tc.CancelAsync();   // with C's record in the host's hands
+                Assert.IsFalse(cancelC.IsCompleted);
+                Assert.IsFalse(tc.HasEnded);
+                cDone.SetException(new InvalidOperationException("c's second tick fails"));
+                Assert.IsTrue(rt.Settle(T.Wait));
+                Assert.IsTrue(cancelC.Wait(T.Wait));
+                Assert.AreEqual(EndReason.Cancelled, cancelC.Result.Reason);
+                Assert.AreEqual(2, failures);
+
+                rt.Advance(T.Ms(10));             // t=55: A 5, B 5, survivor 5
+                Assert.AreEqual("1/3/2 2/4/0 3/5/0", Ticks(a));
+                var live = rt.GetStats();
+                Assert.AreEqual(3, live.LiveTimers);
+                foreach (var t in new[] { ta, tb, survivor })
+                    Assert.AreEqual(EndReason.Cancelled, t.Cancel(T.Wait).Reason);
+
+                var st = rt.GetStats();
+                Assert.AreEqual(0, st.LiveTimers);
+                Assert.AreEqual(8, st.Registered);
+                Assert.AreEqual(st.Registered, st.Ended);
+                Assert.AreEqual(st.TicksDue,
+                    st.CompletedOk + st.CompletedFailed + st.TicksSkipped + st.TicksDroppedAuthority + st.TicksDiscarded,
+                    "accounting identity");
+                Assert.Greater(st.TicksDue, 0);
+                Assert.Greater(st.TicksDiscarded, 0);
+                Assert.Greater(st.TicksSkipped, 0);
+                Assert.Greater(st.TicksDroppedAuthority, 0);
+                // A 5 + B 5 + C 2 + E 1 + P/Q 3 + 5 + G 3 + F 3
+                Assert.AreEqual(27, st.TicksDue);
+                Assert.AreEqual(11, st.CompletedOk);       // A 3, B 3, C 1, E 1, survivor 3
+                Assert.AreEqual(2, st.CompletedFailed);    // B 1, C 1
+                Assert.AreEqual(5, st.TicksSkipped);       // A 2, B 1, survivor 2
+                Assert.AreEqual(3, st.TicksDroppedAuthority);
+                Assert.AreEqual(6, st.TicksDiscarded);     // victim 3, G 3
+                long skipped = 0, failed = 0;
+                foreach (var t in new[] { ta, tb, tc, survivor })
+                {
+                    var ts = t.GetStats();
+                    skipped += ts.SkippedTicks;
+                    failed += ts.Failed;
+                }
+                Assert.AreEqual(st.TicksSkipped, skipped);
+                Assert.AreEqual(st.CompletedFailed, failed);
+            }
+        }
+    }
+}
