@@ -114,7 +114,14 @@ pub(crate) struct Shared<P> {
     pub sleep_until: AtomicU64,
     /// Commands sent since the scheduler last drained its channel.
     pub pending_commands: AtomicU32,
+    /// Emptied completion lists, returned by the scheduler for the next exchange to
+    /// reuse: a host completing 64k records per call would otherwise allocate and free a
+    /// 1 MiB list each time (see `completion_list`).
+    pub spare_lists: Mutex<Vec<Vec<Completion>>>,
 }
+
+/// Spare completion lists kept for reuse.
+const SPARE_LISTS: usize = 4;
 
 impl<P: Send + Sync + 'static> Shared<P> {
     pub fn now(&self) -> u64 {
@@ -125,6 +132,24 @@ impl<P: Send + Sync + 'static> Shared<P> {
     /// cannot wait for the scheduler's own next wakeup. Most registrations and
     /// fire-and-forget cancels then cost no syscall: the scheduler drains them when it
     /// wakes for its next deadline, or after `WAKE_BATCH` commands piled up.
+    /// An empty completion list with room for `n`, reused when one is spare. Reuse keeps
+    /// memory flat under churn: freeing a large list raises glibc's mmap threshold, and
+    /// the next one would stay resident in the heap arena.
+    pub fn completion_list(&self, n: usize) -> Vec<Completion> {
+        let mut list = self.spare_lists.lock().pop().unwrap_or_default();
+        list.reserve(n);
+        list
+    }
+
+    /// Returns a list the scheduler has applied.
+    pub fn recycle_completion_list(&self, mut list: Vec<Completion>) {
+        list.clear();
+        let mut spare = self.spare_lists.lock();
+        if spare.len() < SPARE_LISTS {
+            spare.push(list);
+        }
+    }
+
     pub fn send(&self, cmd: Command<P>, wake: Wake) -> Result<()> {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
@@ -247,6 +272,7 @@ impl<P: Send + Sync + 'static> Runtime<P> {
             scheduler: once_cell::sync::OnceCell::new(),
             sleep_until: AtomicU64::new(AWAKE),
             pending_commands: AtomicU32::new(0),
+            spare_lists: Mutex::new(Vec::new()),
         });
         let resolution = crate::clock::duration_to_nanos(config.resolution).max(1);
         let scheduler = Scheduler::new(shared.clone(), rx, config.sink, resolution);
@@ -458,7 +484,7 @@ impl<P: Send + Sync + 'static> Runtime<P> {
             }
         }
         let current = CURRENT_CALLBACK.with(|c| c.get());
-        let mut claimed = Vec::with_capacity(completions.len());
+        let mut claimed = self.shared.completion_list(completions.len());
         for c in completions {
             let (slot, seq) = split_token(c.token);
             let s = self.shared.slots.get(slot).expect("checked above");

@@ -126,6 +126,10 @@ pub(crate) struct Scheduler<P> {
     resolution: Nanos,
     /// Slots whose generation ended, to return to the free list at the end of the turn.
     releases: Vec<u32>,
+    /// `flush_releases`'s working buffer, kept so that a turn ending 100k timers does not
+    /// allocate (and free) a multi-MiB buffer: freeing one raises glibc's mmap threshold
+    /// and its next copy stays resident in the heap arena.
+    ended: Vec<(u32, u32, Arc<TimerCell<P>>)>,
     /// Records go to a batch callback (received as soon as they are made).
     callback: bool,
 }
@@ -154,6 +158,7 @@ impl<P: Send + Sync + 'static> Scheduler<P> {
             syncs: Vec::new(),
             resolution,
             releases: Vec::new(),
+            ended: Vec::new(),
             callback,
         }
     }
@@ -242,9 +247,10 @@ impl<P: Send + Sync + 'static> Scheduler<P> {
             }
             Command::Complete(list) => {
                 let now = self.shared.now();
-                for c in list {
+                for &c in &list {
                     self.complete(c, now);
                 }
+                self.shared.recycle_completion_list(list);
             }
             Command::GateReleased(owner) => {
                 let now = self.shared.now();
@@ -613,14 +619,13 @@ impl<P: Send + Sync + 'static> Scheduler<P> {
         }
         let mut releases = std::mem::take(&mut self.releases);
         let slots = &self.shared.slots;
-        let mut ended: Vec<(u32, u32, Arc<TimerCell<P>>)> = releases
-            .drain(..)
-            .filter_map(|slot| {
-                let cell = slots.get(slot)?.cell.lock().clone()?;
-                Some((cell.owner.index, slot, cell))
-            })
-            .collect();
+        let mut ended = std::mem::take(&mut self.ended);
+        ended.extend(releases.drain(..).filter_map(|slot| {
+            let cell = slots.get(slot)?.cell.lock().clone()?;
+            Some((cell.owner.index, slot, cell))
+        }));
         ended.sort_unstable_by_key(|e| e.0);
+        // `releases` is empty here; it collects the slots that really go back.
         for group in ended.chunk_by(|a, b| a.0 == b.0) {
             let mut keys = group[0].2.owner.keys.lock();
             for (_, slot, cell) in group {
@@ -637,9 +642,13 @@ impl<P: Send + Sync + 'static> Scheduler<P> {
                 }
                 keys.remove(&cell.key);
                 *s.cell.lock() = None;
-                slots.release(*slot);
+                releases.push(*slot);
             }
         }
+        slots.release(&releases);
+        releases.clear();
+        ended.clear();
+        self.ended = ended;
         self.releases = releases;
     }
 

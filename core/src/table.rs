@@ -7,10 +7,10 @@
 //! handler, with no call into the runtime. Slots live in fixed chunks that never move, so
 //! the address of a word stays valid for the life of the runtime.
 
+use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use crossbeam_channel::{Receiver, Sender};
 use once_cell::sync::OnceCell;
 use parking_lot::Mutex;
 
@@ -103,27 +103,28 @@ pub(crate) struct SlotTable<P> {
     chunks: Box<[Chunk<P>]>,
     words: Arc<WordTable>,
     next_fresh: std::sync::atomic::AtomicU32,
-    free_tx: Sender<u32>,
-    free_rx: Receiver<u32>,
+    /// Released slots, reused first-in first-out: the longer a slot rests, the longer
+    /// its last generation's terminal result stays readable through a stale handle
+    /// (cancel and stats of an ended generation). A ring rather than a channel: its
+    /// capacity stays, so churn allocates nothing here.
+    free: Mutex<VecDeque<u32>>,
 }
 
 impl<P> SlotTable<P> {
     pub fn new() -> Self {
-        let (free_tx, free_rx) = crossbeam_channel::unbounded();
         Self {
             chunks: (0..MAX_CHUNKS).map(|_| OnceCell::new()).collect(),
             words: Arc::new(WordTable {
                 chunks: (0..MAX_CHUNKS).map(|_| OnceCell::new()).collect(),
             }),
             next_fresh: std::sync::atomic::AtomicU32::new(0),
-            free_tx,
-            free_rx,
+            free: Mutex::new(VecDeque::new()),
         }
     }
 
-    /// Takes a free slot: a released one if any, else a fresh one. Lock-free.
+    /// Takes a free slot: a released one if any, else a fresh one.
     pub fn allocate(&self) -> Result<u32> {
-        if let Ok(i) = self.free_rx.try_recv() {
+        if let Some(i) = self.free.lock().pop_front() {
             return Ok(i);
         }
         let i = self.next_fresh.fetch_add(1, Ordering::Relaxed);
@@ -148,9 +149,9 @@ impl<P> SlotTable<P> {
         self.words.get(index).expect("allocated slots have words")
     }
 
-    pub fn release(&self, index: u32) {
-        // The receiver lives as long as the table, so this cannot fail.
-        let _ = self.free_tx.send(index);
+    /// Returns ended slots to the free list (one lock for a whole turn's releases).
+    pub fn release(&self, indices: &[u32]) {
+        self.free.lock().extend(indices.iter().copied());
     }
 
     pub fn get(&self, index: u32) -> Option<&Slot<P>> {
