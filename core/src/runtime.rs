@@ -420,8 +420,8 @@ impl<P: Send + Sync + 'static> Runtime<P> {
         let mut n = 0;
         let now = shared.now();
         while n < max {
-            let Some(rec) = q.pop_front() else { break };
-            if let Record::Tick(t) = &rec {
+            let Some(mut rec) = q.pop_front() else { break };
+            if let Record::Tick(t) = &mut rec {
                 let (slot, seq) = split_token(t.token);
                 let Some(s) = shared.slots.get(slot) else {
                     continue;
@@ -438,6 +438,7 @@ impl<P: Send + Sync + 'static> Runtime<P> {
                 if !hand_over(&s.inflight, seq) {
                     continue;
                 }
+                t.tick = t.timer.relabel(t.tick, now);
             }
             out.push(rec);
             n += 1;
@@ -682,6 +683,9 @@ impl<P: Send + Sync + 'static> Owner<P> {
             epoch: self.epoch,
             key,
             payload,
+            spec,
+            t0: now.saturating_add(spec.delay),
+            handed_index: AtomicU64::new(0),
             end: EndCell::default(),
             release: Mutex::new(release),
             delivered: AtomicU64::new(0),
@@ -701,8 +705,6 @@ impl<P: Send + Sync + 'static> Owner<P> {
             Command::Register {
                 slot: slot_index,
                 cell: cell.clone(),
-                spec,
-                at: now,
             },
             Wake::IfDueBefore(now.saturating_add(spec.delay)),
         );

@@ -25,7 +25,7 @@ use crate::table::{begin_cancel, claim, live_value, RECEIVED};
 use crate::tick::{
     make_token, split_token, CancelNotice, Completion, Outcome, Record, Tick, TickRecord,
 };
-use crate::timer::{NormalSpec, TimerCell};
+use crate::timer::TimerCell;
 
 /// Most commands handled before the queue is looked at again, so a flood of commands
 /// cannot starve due timers.
@@ -38,16 +38,8 @@ const NEVER: Nanos = u64::MAX;
 const COMPACT_MIN_STALE: usize = 1024;
 
 pub(crate) enum Command<P> {
-    Register {
-        slot: u32,
-        cell: Arc<TimerCell<P>>,
-        spec: NormalSpec,
-        at: Nanos,
-    },
-    Cancel {
-        slot: u32,
-        generation: u64,
-    },
+    Register { slot: u32, cell: Arc<TimerCell<P>> },
+    Cancel { slot: u32, generation: u64 },
     Complete(Vec<Completion>),
     GateReleased(Arc<OwnerShared>),
     OwnerChanged(Arc<OwnerShared>),
@@ -66,10 +58,7 @@ struct InFlight {
 struct TimerState<P> {
     /// The live generation, if any.
     cell: Option<Arc<TimerCell<P>>>,
-    spec: NormalSpec,
-    /// First nominal due time.
-    t0: Nanos,
-    /// DelayNextTick: due time of the next tick.
+    /// DelayNextTick and one-shots: due time of the next tick.
     next_due: Nanos,
     arm_seq: u32,
     armed: bool,
@@ -86,8 +75,6 @@ impl<P> Default for TimerState<P> {
     fn default() -> Self {
         Self {
             cell: None,
-            spec: NormalSpec::default(),
-            t0: 0,
             next_due: 0,
             arm_seq: 0,
             armed: false,
@@ -233,12 +220,7 @@ impl<P: Send + Sync + 'static> Scheduler<P> {
     /// Handles one command; true on shutdown.
     fn handle(&mut self, cmd: Command<P>) -> bool {
         match cmd {
-            Command::Register {
-                slot,
-                cell,
-                spec,
-                at,
-            } => self.register(slot, cell, spec, at),
+            Command::Register { slot, cell } => self.register(slot, cell),
             Command::Cancel { slot, generation } => {
                 let live = self.state(slot).cell.as_ref().map(|c| c.id.generation);
                 if live == Some(generation) {
@@ -272,16 +254,14 @@ impl<P: Send + Sync + 'static> Scheduler<P> {
         &mut self.timers[i]
     }
 
-    fn register(&mut self, slot: u32, cell: Arc<TimerCell<P>>, spec: NormalSpec, at: Nanos) {
+    fn register(&mut self, slot: u32, cell: Arc<TimerCell<P>>) {
         self.state(slot);
         if let Some(old) = self.timers[slot as usize].cell.take() {
             self.disarm(slot);
             self.retire_generation(slot, old, EndReason::Superseded);
         }
         let st = &mut self.timers[slot as usize];
-        st.spec = spec;
-        st.t0 = at.saturating_add(spec.delay);
-        st.next_due = st.t0;
+        st.next_due = cell.t0;
         st.waiting_gate = false;
         st.cell = Some(cell);
         self.shared.live_timers.fetch_add(1, Ordering::Relaxed);
@@ -401,20 +381,20 @@ impl<P: Send + Sync + 'static> Scheduler<P> {
         }
         let last = cell.last_scheduled.load(Ordering::Relaxed);
         let delivered = cell.delivered.load(Ordering::Relaxed);
-        let spec = st.spec;
+        let (spec, t0) = (cell.spec, cell.t0);
         let scheduled = if spec.period == 0 {
-            (now >= st.t0).then_some(1)
+            (now >= t0).then_some(1)
         } else if spec.policy == OverrunPolicy::DelayNextTick {
             (now >= st.next_due).then_some(delivered + 1)
         } else {
-            let newest = newest_due(st.t0, spec.period, now);
+            let newest = newest_due(t0, spec.period, now);
             (newest > last).then(|| next_scheduled(spec.policy, spec.max_catch_up, last, newest))
         };
         let Some(scheduled) = scheduled else {
             let due = if spec.period == 0 || spec.policy == OverrunPolicy::DelayNextTick {
                 st.next_due
             } else {
-                due_of(st.t0, spec.period, last + 1)
+                due_of(t0, spec.period, last + 1)
             };
             self.arm(slot, due);
             return;
@@ -524,7 +504,7 @@ impl<P: Send + Sync + 'static> Scheduler<P> {
                 }
                 o.index
             });
-        let mut park_deferred = false;
+        let mut park_deferred = None;
         if let Some((cell, reason, due)) = st.ending.take() {
             match c.outcome {
                 Outcome::Ok | Outcome::Failed => commit(&cell, f.tick, c.outcome, counters),
@@ -539,15 +519,15 @@ impl<P: Send + Sync + 'static> Scheduler<P> {
             match c.outcome {
                 Outcome::Ok | Outcome::Failed => {
                     commit(cell, f.tick, c.outcome, counters);
-                    if st.spec.period == 0 {
+                    if cell.spec.period == 0 {
                         self.end_generation(slot, EndReason::Completed);
-                    } else if st.spec.policy == OverrunPolicy::DelayNextTick {
-                        st.next_due = now.saturating_add(st.spec.period);
+                    } else if cell.spec.policy == OverrunPolicy::DelayNextTick {
+                        st.next_due = now.saturating_add(cell.spec.period);
                     }
                 }
                 Outcome::Deferred => {
                     Counters::add(&counters.completed_deferred, 1);
-                    park_deferred = true;
+                    park_deferred = Some((cell.spec, cell.t0));
                 }
                 Outcome::NotStarted => Counters::add(&counters.not_started, 1),
             }
@@ -557,21 +537,20 @@ impl<P: Send + Sync + 'static> Scheduler<P> {
                 self.serve_gate(index, now);
             }
         }
-        if park_deferred {
+        if let Some((spec, t0)) = park_deferred {
             // Retry when the owner's gate is next released, or at the next nominal tick.
             if let Some(index) = owner_index {
                 self.park_on_gate(slot, index);
             }
-            let st = &self.timers[slot as usize];
-            let retry_at = if st.spec.period == 0 {
+            let retry_at = if spec.period == 0 {
                 None
-            } else if st.spec.policy == OverrunPolicy::DelayNextTick {
-                Some(now.saturating_add(st.spec.period))
+            } else if spec.policy == OverrunPolicy::DelayNextTick {
+                Some(now.saturating_add(spec.period))
             } else {
                 Some(due_of(
-                    st.t0,
-                    st.spec.period,
-                    newest_due(st.t0, st.spec.period, now) + 1,
+                    t0,
+                    spec.period,
+                    newest_due(t0, spec.period, now) + 1,
                 ))
             };
             if let Some(t) = retry_at {
@@ -652,8 +631,7 @@ impl<P: Send + Sync + 'static> Scheduler<P> {
         self.releases = releases;
     }
 
-    /// Nominal ticks of the slot's generation `cell` that have come due by `now` (the
-    /// slot's spec still being that generation's).
+    /// Nominal ticks of the slot's generation `cell` that have come due by `now`.
     fn ticks_due(&self, slot: u32, cell: &TimerCell<P>, now: Nanos) -> u64 {
         let st = &self.timers[slot as usize];
         let delivered = cell.delivered.load(Ordering::Relaxed);
@@ -663,14 +641,15 @@ impl<P: Send + Sync + 'static> Scheduler<P> {
             .as_ref()
             .filter(|f| f.generation == cell.id.generation)
             .map_or(0, |f| f.tick.scheduled_index);
-        let due = if st.spec.period == 0 {
-            u64::from(now >= st.t0)
-        } else if st.spec.policy == OverrunPolicy::DelayNextTick {
+        let due = if cell.spec.period == 0 {
+            u64::from(now >= cell.t0)
+        } else if cell.spec.policy == OverrunPolicy::DelayNextTick {
             delivered + u64::from(now >= st.next_due)
         } else {
-            newest_due(st.t0, st.spec.period, now)
+            newest_due(cell.t0, cell.spec.period, now)
         };
-        due.max(last).max(in_flight)
+        let handed = cell.handed_index.load(Ordering::Relaxed);
+        due.max(last).max(in_flight).max(handed)
     }
 
     /// Publishes a generation's terminal result after its cleanup, and accounts for the
@@ -678,7 +657,11 @@ impl<P: Send + Sync + 'static> Scheduler<P> {
     /// as dropped (authority ended) or discarded (cancelled, superseded, closed).
     fn finish(&mut self, cell: Arc<TimerCell<P>>, reason: EndReason, due: u64) {
         let counters = &self.shared.counters;
-        let undelivered = due.saturating_sub(cell.last_scheduled.load(Ordering::Relaxed));
+        // A record handed over after `due` was taken may carry a later tick (relabelled
+        // at hand-over with the host's clock reading): it came due too.
+        let last = cell.last_scheduled.load(Ordering::Relaxed);
+        let due = due.max(last);
+        let undelivered = due - last;
         Counters::add(&counters.ticks_due, due);
         match reason {
             EndReason::LeaseExpired | EndReason::Revoked => {
@@ -853,6 +836,18 @@ impl<P: Send + Sync + 'static> Scheduler<P> {
 }
 
 fn commit<P>(cell: &TimerCell<P>, tick: Tick, outcome: Outcome, counters: &crate::stats::Counters) {
+    // The host may have received the record relabelled to a later tick (see
+    // `TimerCell::relabel`): commit what it received.
+    let handed = cell.handed_index.load(Ordering::Relaxed);
+    let tick = if handed > tick.scheduled_index {
+        Tick {
+            skipped_ticks: tick.skipped_ticks + (handed - tick.scheduled_index),
+            scheduled_index: handed,
+            ..tick
+        }
+    } else {
+        tick
+    };
     cell.delivered.store(tick.delivery_index, Ordering::Relaxed);
     cell.last_scheduled
         .store(tick.scheduled_index, Ordering::Relaxed);

@@ -14,9 +14,10 @@ use crate::cancel::{EndCell, EndResult, Notice};
 use crate::clock::{duration_to_nanos, Nanos};
 use crate::error::{Error, Result};
 use crate::owner::OwnerShared;
-use crate::policy::{normalize_max_catch_up, OverrunPolicy};
+use crate::policy::{newest_due, next_scheduled, normalize_max_catch_up, OverrunPolicy};
 use crate::runtime::{Shared, Wake};
 use crate::table::WordTable;
+use crate::tick::Tick;
 
 /// The host's key of a timer, unique per owner.
 pub type TimerKey = u64;
@@ -137,6 +138,14 @@ pub struct TimerCell<P> {
     pub(crate) epoch: u64,
     pub(crate) key: TimerKey,
     pub(crate) payload: P,
+    /// The generation's schedule: its spec and first nominal due time. Immutable, so the
+    /// host thread handing a record over can apply the backlog rule too (`relabel`).
+    pub(crate) spec: NormalSpec,
+    pub(crate) t0: Nanos,
+    /// The scheduled index of the record in flight as the host received it, when a
+    /// hand-over moved it past the one the scheduler published (see `relabel`); the
+    /// scheduler commits the larger of the two.
+    pub(crate) handed_index: AtomicU64,
     pub(crate) end: EndCell,
     pub(crate) release: Mutex<Option<ReleaseHook>>,
     pub(crate) delivered: AtomicU64,
@@ -152,6 +161,34 @@ impl<P> TimerCell<P> {
         self.words
             .get(self.id.slot)
             .expect("a cell's slot was allocated")
+    }
+
+    /// SPEC T3: a pending record's tick info is computed when it is delivered. A record
+    /// published at the scheduler's wakeup may reach an exchange host much later (the host
+    /// was busy or stalled); at hand-over the backlog rule is applied again with the
+    /// ticks that came due meanwhile, so `SkipLateTicks` still hands over the newest due
+    /// tick. Returns the tick to hand over, and records it for the scheduler's commit.
+    pub(crate) fn relabel(&self, tick: Tick, now: Nanos) -> Tick {
+        let spec = self.spec;
+        if spec.period == 0 || spec.policy == OverrunPolicy::DelayNextTick {
+            return tick;
+        }
+        let previous = tick.scheduled_index - tick.skipped_ticks - 1;
+        let newest = newest_due(self.t0, spec.period, now);
+        if newest <= tick.scheduled_index {
+            return tick;
+        }
+        let scheduled = next_scheduled(spec.policy, spec.max_catch_up, previous, newest)
+            .max(tick.scheduled_index);
+        if scheduled == tick.scheduled_index {
+            return tick;
+        }
+        self.handed_index.fetch_max(scheduled, Relaxed);
+        Tick {
+            scheduled_index: scheduled,
+            skipped_ticks: scheduled - previous - 1,
+            ..tick
+        }
     }
 
     pub(crate) fn is_live(&self) -> bool {

@@ -302,6 +302,7 @@ static void stalled_host(void) {
     /* Run them (checking T4), then resume normal draining. */
     struct spot_completion *done = calloc(n + 1, sizeof *done);
     uint64_t max_skipped = 0;
+    size_t stale_labels = 0;
     for (size_t i = 0; i < n; i++) {
         size_t k = (size_t)(uintptr_t)recs[i].user_data;
         struct per_timer *p = &pt[k];
@@ -313,6 +314,10 @@ static void stalled_host(void) {
             recs[i].skipped_ticks != recs[i].scheduled_index - p->scheduled - 1)
             violations++;
         if (recs[i].skipped_ticks > max_skipped) max_skipped = recs[i].skipped_ticks;
+        /* SPEC T3: tick info is computed when the record is delivered (handed over), so
+         * a SkipLateTicks record that waited out the stall carries the newest tick due
+         * now: about stall_ms / period skipped ticks, not the few of its publication. */
+        if (recs[i].skipped_ticks + 1 < stall_ms / (1 + k % 5) / 2) stale_labels++;
         p->delivered = recs[i].delivery_index;
         p->scheduled = recs[i].scheduled_index;
         done[i] = (struct spot_completion){recs[i].token, SPOT_OUTCOME_OK, 0};
@@ -322,20 +327,15 @@ static void stalled_host(void) {
     uint64_t ran2 = drain_for(rt, pt, ntimers, 500, recs, cap, &violations);
     CHECK(violations == 0);
     CHECK(ran2 > ntimers); /* delivery resumed */
-    /* The records handed over after the stall carry the tick info computed when the
-     * scheduler published them (at the start of the stall), not when the host received
-     * them: SkipLateTicks labels them with an early tick, and the stall shows up as
-     * skipped ticks only in the next record. SPEC T3 says tick info is computed "when it
-     * is delivered"; reported to the core's owner. Enforced with RELIABILITY_STRICT=1. */
-    if (env_u64("RELIABILITY_STRICT", 0)) CHECK(max_skipped >= stall_ms / 5 - 50);
+    CHECK(stale_labels == 0);
     long growth = rss_stalled - rss_before;
     CHECK(growth < 32 * 1024); /* bounded: no per-tick growth while stalled */
     CHECK(s.queue_len <= 4 * ntimers + 1024);
     CHECK_ST(spot_runtime_free(rt), SPOT_OK);
     printf("FIGURES stalled_host: timers=%zu stall_ms=%llu pending_after_stall=%zu dup=%d "
-           "rss_growth_kib=%ld queue_len=%llu max_skipped=%llu ran_before=%llu ran_after=%llu violations=%d\n",
+           "rss_growth_kib=%ld queue_len=%llu max_skipped=%llu stale_labels=%zu ran_before=%llu ran_after=%llu violations=%d\n",
            ntimers, (unsigned long long)stall_ms, n, dup, growth, (unsigned long long)s.queue_len,
-           (unsigned long long)max_skipped, (unsigned long long)ran1, (unsigned long long)ran2,
+           (unsigned long long)max_skipped, stale_labels, (unsigned long long)ran1, (unsigned long long)ran2,
            violations);
     free(pt);
     free(recs);
