@@ -1,5 +1,6 @@
 # Reliability (issue 7): Miri, cargo-fuzz smoke runs, stress with the accounting identity,
-# fault tests (C and Python), ThreadSanitizer over the C fault/stress program.
+# fault tests (C and Python), ThreadSanitizer over the library with the C fault program and
+# the stress tests.
 #   make test-reliability          quick form (part of `make test`)
 #   make test-reliability LONG=1   long form: 10M churn operations, 4 churn threads,
 #                                  60 s slow handlers, 10 min of fuzzing per target, ...
@@ -8,7 +9,8 @@
 # of the last run: build/reliability/*.log.
 #
 # Nightly-only parts (Miri, cargo-fuzz) are skipped with a message when the machine has no
-# nightly toolchain (`rustup toolchain list`); the Miri component is added when missing.
+# nightly toolchain (`rustup toolchain list`); the Miri and rust-src components are added
+# when missing. Without a nightly, TSan covers only the C host side (see reliability-tsan).
 
 REL_BUILD := $(BUILD)/reliability
 REL_NIGHTLY := $(shell rustup toolchain list 2>/dev/null | grep -q '^nightly' && echo yes)
@@ -120,17 +122,76 @@ reliability-faults-c: reliability-lib
 reliability-clang:
 	@command -v clang >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang)
 
-# ThreadSanitizer over the same program: the C host code is instrumented, the library is
-# the normal release build, linked shared (see RELIABILITY.md for what that covers).
-# tests/reliability/tsan.supp ignores the interceptors called from inside the library:
-# TSan cannot see its atomics, so those reports would be false positives.
+# ThreadSanitizer over the library itself (nightly): std (-Zbuild-std), the dependencies
+# and spot-timer-core/-ffi are built with -Zsanitizer=thread into their own target dir
+# (REL_TSAN_DIR, so the normal builds stay valid). Two programs run under it:
+#  - faults.c (clang -fsanitize=thread) linked to the instrumented libspot_timer.a and to
+#    the TSan runtime that ships with the nightly (librustc-*_rt.tsan.a, matching the LLVM
+#    that instrumented the Rust code; Debian clang 14's own runtime lacks __tsan_memcpy /
+#    __tsan_memset that newer LLVM emits), linked without -fsanitize so clang does not add
+#    its runtime too; -rdynamic exports the runtime's interceptors;
+#  - the core's stress tests (stress_accounting.rs, minus the RSS test, whose figures mean
+#    nothing under TSan's shadow memory) at reduced sizes.
+# Non-workspace crates (std, parking_lot, crossbeam, the test-only dev-dependencies) are
+# built at opt-level 0 (still instrumented): the cold build drops from ~5 min to ~1.5 min;
+# spot-timer-core/-ffi keep the release profile (opt-level 3, line debug info).
+# tests/reliability/tsan.supp holds the suppressions of this run (none needed so far).
+# Without a nightly the library cannot be instrumented: TSan then covers the C host side
+# only (faults.c against the normal libspot_timer.so, tests/reliability/tsan-host-only.supp).
+REL_TSAN_DIR := $(BUILD)/tsan-target
+REL_TSAN_HOST = $(shell rustc +nightly -vV | sed -n 's/^host: //p')
+REL_TSAN_RT = $(firstword $(wildcard $(shell rustc +nightly --print target-libdir \
+	--target $(REL_TSAN_HOST))/librustc-*_rt.tsan.a))
+REL_TSAN_CARGO = env -u CARGO_ENCODED_RUSTFLAGS RUSTFLAGS=-Zsanitizer=thread $(CARGO) +nightly
+REL_TSAN_ARGS = -Zbuild-std --target $(REL_TSAN_HOST) --release --target-dir $(REL_TSAN_DIR) \
+	--config 'profile.release.package."*".opt-level=0'
+REL_TSAN_OPTIONS := TSAN_OPTIONS="halt_on_error=1 exitcode=66 suppressions=$(ROOT)/tests/reliability/tsan.supp"
+REL_TSAN_CASES := failing_release forever_handler stalled_host concurrent_hosts
+ifdef LONG
+REL_TSAN_STRESS_ENV := STRESS_LIVE_TIMERS=300000 STRESS_CHURN_OPS=2000000 STRESS_CHURN_THREADS=4 \
+	STRESS_SLOW_SECS=30
+else
+REL_TSAN_STRESS_ENV := STRESS_LIVE_TIMERS=100000 STRESS_CHURN_OPS=200000 STRESS_CHURN_THREADS=2 \
+	STRESS_SLOW_SECS=3
+endif
+
+ifeq ($(REL_NIGHTLY),yes)
+reliability-tsan: reliability-clang
+	@mkdir -p $(REL_BUILD)
+	@rustup component list --toolchain nightly --installed 2>/dev/null | grep -q '^rust-src' \
+	  || rustup component add rust-src --toolchain nightly
+	$(REL_TSAN_CARGO) build $(REL_TSAN_ARGS) -p spot-timer-ffi
+	$(REL_TSAN_CARGO) test $(REL_TSAN_ARGS) -p spot-timer-core --test stress_accounting --no-run
+	@test -f "$(REL_TSAN_RT)" || { echo "reliability-tsan: no TSan runtime in the nightly sysroot"; exit 1; }
+	clang $(REL_C_FLAGS) -fsanitize=thread -c tests/reliability/faults.c -o $(REL_BUILD)/faults_tsan.o
+	clang -g -pthread $(REL_BUILD)/faults_tsan.o $(REL_TSAN_DIR)/$(REL_TSAN_HOST)/release/libspot_timer.a \
+	  -Wl,--whole-archive $(REL_TSAN_RT) -Wl,--no-whole-archive -rdynamic -ldl -lm -lrt \
+	  -o $(REL_BUILD)/faults_tsan
+	# Self-check first: a deliberate race with a plain store inside the library must be
+	# reported (exit 66, naming spot_last_error), or the library is not instrumented.
+	clang $(REL_C_FLAGS) -fsanitize=thread -c tests/reliability/tsan_selfcheck.c -o $(REL_BUILD)/tsan_selfcheck.o
+	clang -g -pthread $(REL_BUILD)/tsan_selfcheck.o $(REL_TSAN_DIR)/$(REL_TSAN_HOST)/release/libspot_timer.a \
+	  -Wl,--whole-archive $(REL_TSAN_RT) -Wl,--no-whole-archive -rdynamic -ldl -lm -lrt \
+	  -o $(REL_BUILD)/tsan_selfcheck
+	@TSAN_OPTIONS="halt_on_error=1 exitcode=66" $(REL_BUILD)/tsan_selfcheck > $(REL_BUILD)/tsan-selfcheck.log 2>&1; \
+	  rc=$$?; if [ $$rc = 66 ] && grep -q 'spot_last_error' $(REL_BUILD)/tsan-selfcheck.log; then \
+	    echo "reliability-tsan: self-check ok (a planted race inside the library was reported)"; \
+	  else cat $(REL_BUILD)/tsan-selfcheck.log; echo "reliability-tsan: self-check FAILED (rc $$rc)"; exit 1; fi
+	$(REL_TSAN_OPTIONS) $(REL_FAULT_ENV) RELIABILITY_TIMERS=5000 $(REL_T) $(REL_LIMIT) \
+	  $(REL_BUILD)/faults_tsan $(REL_TSAN_CASES) 2>&1 | tee $(REL_BUILD)/tsan.log; exit $${PIPESTATUS[0]}
+	$(REL_TSAN_OPTIONS) $(REL_TSAN_STRESS_ENV) $(REL_T) $(REL_LIMIT) $(REL_TSAN_CARGO) test $(REL_TSAN_ARGS) \
+	  -p spot-timer-core --test stress_accounting -- --ignored --nocapture --test-threads=1 \
+	  stress_live_timers stress_churn_threads stress_slow_handlers 2>&1 | tee $(REL_BUILD)/tsan-stress.log \
+	  | grep -E 'ThreadSanitizer|^SUMMARY|^test |test result|panicked'; exit $${PIPESTATUS[0]}
+else
 reliability-tsan: reliability-lib reliability-clang
+	@echo "reliability-tsan: no nightly toolchain - the library is not instrumented, only the C host side"
 	clang $(REL_C_FLAGS) -fsanitize=thread tests/reliability/faults.c \
 	  -L$(REL_BUILD) -lspot_timer -Wl,-rpath,$(REL_BUILD) -lpthread -ldl -lm -o $(REL_BUILD)/faults_tsan
-	TSAN_OPTIONS="halt_on_error=1 exitcode=66 suppressions=$(ROOT)/tests/reliability/tsan.supp" \
+	TSAN_OPTIONS="halt_on_error=1 exitcode=66 suppressions=$(ROOT)/tests/reliability/tsan-host-only.supp" \
 	  $(REL_FAULT_ENV) RELIABILITY_TIMERS=5000 $(REL_T) $(REL_LIMIT) $(REL_BUILD)/faults_tsan \
-	  failing_release forever_handler stalled_host concurrent_hosts 2>&1 | tee $(REL_BUILD)/tsan.log; \
-	  exit $${PIPESTATUS[0]}
+	  $(REL_TSAN_CASES) 2>&1 | tee $(REL_BUILD)/tsan.log; exit $${PIPESTATUS[0]}
+endif
 
 # Python faults: raising handler for 1M ticks (memory flat), shutdown with 20k live timers.
 reliability-faults-py: $(PY_INSTALLED)
