@@ -198,6 +198,20 @@ impl OwnerShared {
         }
     }
 
+    /// Ends authority `epoch` (a newer epoch takes over; the lease is over). False when
+    /// `epoch` is no longer current.
+    pub fn revoke(&self, epoch: u64) -> bool {
+        if self
+            .epoch
+            .compare_exchange(epoch, epoch + 1, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            return false;
+        }
+        self.lease_deadline.store(EXPIRED, Ordering::Release);
+        true
+    }
+
     /// Called by the scheduler when a lease entry surfaces: true if the lease is over (and
     /// now marked expired), false if it was renewed meanwhile.
     pub fn expire_if_due(&self, now: Nanos) -> bool {
@@ -270,6 +284,44 @@ mod loom_models {
             } else {
                 assert_eq!(deadline, 149);
             }
+        });
+    }
+
+    /// A host's start check (`check`, in `begin` right before a handler starts) racing the
+    /// scheduler's lease expiry and a revocation: once either has been published to the
+    /// host, no callback of the authority starts; a check that passed ran before them (the
+    /// scheduler then waits for that callback's completion before ending the generation).
+    #[test]
+    fn start_check_after_expiry_or_revoke_fails() {
+        loom::model(|| {
+            let o = Arc::new(OwnerShared::new(1, 0));
+            o.epoch.store(1, Ordering::SeqCst);
+            o.lease_deadline.store(100, Ordering::SeqCst);
+            let published = Arc::new(AtomicU64::new(0));
+            let scheduler = {
+                let (o, p) = (o.clone(), published.clone());
+                thread::spawn(move || {
+                    assert!(o.expire_if_due(100));
+                    p.fetch_add(1, Ordering::Release);
+                })
+            };
+            let revoker = {
+                let (o, p) = (o.clone(), published.clone());
+                thread::spawn(move || {
+                    let revoked = o.revoke(1);
+                    p.fetch_add(1, Ordering::Release);
+                    revoked
+                })
+            };
+            let seen = published.load(Ordering::Acquire);
+            let passed = o.check(1, 99).is_ok();
+            assert!(
+                !(seen > 0 && passed),
+                "a callback started after its authority ended"
+            );
+            scheduler.join().unwrap();
+            assert!(revoker.join().unwrap());
+            assert!(o.check(1, 99).is_err());
         });
     }
 

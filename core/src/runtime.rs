@@ -21,7 +21,8 @@ use crate::owner::{lease_deadline, GateMode, OwnerId, OwnerShared};
 use crate::scheduler::{Command, Scheduler, AWAKE};
 use crate::stats::{Counters, Stats};
 use crate::table::{
-    begin_cancel, claim, hand_over, live_value, next_generation, SlotTable, RECEIVED,
+    begin_cancel, claim, hand_over, live_value, next_generation, publish_generation, SlotTable,
+    RECEIVED,
 };
 use crate::tick::{split_token, Completion, Record, TickRecord};
 use crate::timer::{NormalSpec, ReleaseHook, TimerCell, TimerHandle, TimerId, TimerKey, TimerSpec};
@@ -635,22 +636,9 @@ impl<P: Send + Sync + 'static> Owner<P> {
 
     /// Ends this authority: its timers end with `EndReason::Revoked` and never run again.
     pub fn revoke(&self) -> Result<()> {
-        if self
-            .shared
-            .epoch
-            .compare_exchange(
-                self.epoch,
-                self.epoch + 1,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            )
-            .is_err()
-        {
+        if !self.shared.revoke(self.epoch) {
             return Err(Error::Revoked);
         }
-        self.shared
-            .lease_deadline
-            .store(crate::owner::EXPIRED, Ordering::Release);
         self.rt
             .send(Command::OwnerChanged(self.shared.clone()), Wake::Now)
     }
@@ -695,9 +683,7 @@ impl<P: Send + Sync + 'static> Owner<P> {
             words: rt.slots.words().clone(),
         });
         *slot.cell.lock() = Some(cell.clone());
-        rt.slots
-            .word(slot_index)
-            .store(live_value(generation), Ordering::Release);
+        publish_generation(rt.slots.word(slot_index), generation);
         if fresh {
             keys.insert(key, slot_index);
         }

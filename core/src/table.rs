@@ -37,6 +37,18 @@ pub fn live_value(generation: u64) -> u64 {
     generation << 1
 }
 
+/// Makes `generation` the slot's live one (a registration or re-registration). From the
+/// moment this store is visible, every record of an older generation fails its start
+/// check (`word_is_live`).
+pub(crate) fn publish_generation(word: &AtomicU64, generation: u64) {
+    word.store(live_value(generation), Ordering::Release);
+}
+
+/// The start check of T1: may a record of `generation` start now?
+pub(crate) fn word_is_live(word: &AtomicU64, generation: u64) -> bool {
+    word.load(Ordering::Acquire) == live_value(generation)
+}
+
 /// Set in `Slot::inflight` once the record has been handed to the host.
 pub(crate) const RECEIVED: u32 = 1 << 31;
 
@@ -193,9 +205,46 @@ mod loom_models {
         });
     }
 
-    // Not modelled: a cancel racing a re-registration's plain store of the new word. loom
-    // 0.7 lets a store slip between the read and the write of a concurrent RMW
-    // (tokio-rs/loom#254), which reports executions the memory model forbids.
+    /// A re-registration racing the delivery of the old generation's record: the exchange
+    /// host's start check and hand-over, the host's re-check right before starting, and
+    /// the scheduler taking the record back once it applies the re-registration (it runs
+    /// after the registering call, through the command channel: one thread here).
+    /// Exactly one side completes the record, and once the re-registration has returned
+    /// no callback of the old generation starts.
+    #[test]
+    fn reregistration_racing_delivery_never_starts_the_old_generation() {
+        loom::model(|| {
+            let word = Arc::new(AtomicU64::new(live_value(1)));
+            let inflight = Arc::new(AtomicU32::new(5));
+            let returned = Arc::new(AtomicU32::new(0));
+            let host = {
+                let (w, f, r) = (word.clone(), inflight.clone(), returned.clone());
+                thread::spawn(move || {
+                    if word_is_live(&w, 1) && hand_over(&f, 5) {
+                        // The host's begin re-check, then its completion.
+                        let after_return = r.load(Ordering::Acquire) == 1;
+                        let started = word_is_live(&w, 1);
+                        assert!(!(after_return && started), "old generation started");
+                        claim(&f, 5 | RECEIVED)
+                    } else {
+                        // Stale before it reached the host: completed as NotStarted.
+                        claim(&f, 5)
+                    }
+                })
+            };
+            publish_generation(&word, 2);
+            returned.store(1, Ordering::Release);
+            let taken_back = claim(&inflight, 5);
+            let completed_by_host = host.join().unwrap();
+            assert!(completed_by_host ^ taken_back);
+            assert_eq!(inflight.load(Ordering::SeqCst), 0);
+            assert!(!word_is_live(&word, 1));
+        });
+    }
+
+    // Not modelled: a cancel's compare-and-swap racing a re-registration's plain store of
+    // the new word. loom 0.7 lets a store slip between the read and the write of a
+    // concurrent RMW (tokio-rs/loom#254), which reports executions the memory model forbids.
 
     /// Concurrent cancels of one generation: exactly one moves it (and sends the command).
     #[test]

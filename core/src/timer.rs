@@ -192,8 +192,7 @@ impl<P> TimerCell<P> {
     }
 
     pub(crate) fn is_live(&self) -> bool {
-        self.live_word().load(std::sync::atomic::Ordering::Acquire)
-            == crate::table::live_value(self.id.generation)
+        crate::table::word_is_live(self.live_word(), self.id.generation)
     }
 
     pub(crate) fn stats(&self) -> TimerStats {
