@@ -115,13 +115,17 @@ namespace SpotTimer.Tests
             {
                 var rt = mode == "manual" ? Runtime.CreateManual()
                     : new Runtime(new RuntimeOptions { Delivery = mode == "callback" ? DeliveryMode.Callback : DeliveryMode.Exchange });
-                int released = 0, runs = 0;
+                int released = 0, runs = 0, allRegistered = 0;
                 var disposed = new ManualResetEventSlim();
                 for (int i = 0; i < 5; i++)
                     rt.Every(TimeSpan.FromMilliseconds(5), t =>
                     {
-                        if (Interlocked.Increment(ref runs) == 1) { rt.Dispose(); disposed.Set(); }
+                        // On the real clock a tick can come before the loop has registered all
+                        // five (a loaded machine): dispose only once they all are.
+                        if (Volatile.Read(ref allRegistered) == 1 && Interlocked.Increment(ref runs) == 1)
+                        { rt.Dispose(); disposed.Set(); }
                     }, new TimerOptions { FirstDue = TimeSpan.FromMilliseconds(5), OnRelease = () => Interlocked.Increment(ref released) });
+                Volatile.Write(ref allRegistered, 1);
                 if (mode == "manual") rt.Advance(TimeSpan.FromMilliseconds(5));
                 Assert.IsTrue(disposed.Wait(10000), mode);
                 Assert.IsTrue(SpinWait.SpinUntil(() => Volatile.Read(ref released) == 5, 10000), mode + ": release hooks ran " + released);
