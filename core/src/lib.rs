@@ -32,6 +32,7 @@ mod cancel;
 mod clock;
 mod delivery;
 mod error;
+mod keymap;
 mod owner;
 mod policy;
 mod queue;

@@ -1,6 +1,5 @@
 //! Owners (Spots): lease deadline, authority epoch (SPEC T6) and execution gate (T9).
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
@@ -8,6 +7,7 @@ use parking_lot::{Condvar, Mutex};
 
 use crate::clock::{duration_to_nanos, Nanos};
 use crate::error::{Error, Result};
+use crate::keymap::{new_key_map, KeyMap};
 use crate::sync::{AtomicU64, AtomicU8};
 
 /// The host's id of an owner.
@@ -143,7 +143,7 @@ pub(crate) struct OwnerShared {
     pub gate: Gate,
     /// key -> slot of the timers registered under this owner. Per-owner, so registrations
     /// of different owners never contend.
-    pub keys: Mutex<HashMap<u64, u32>>,
+    pub keys: Mutex<KeyMap>,
 }
 
 impl OwnerShared {
@@ -155,7 +155,7 @@ impl OwnerShared {
             lease_deadline: AtomicU64::new(EXPIRED),
             gate_mode: AtomicU8::new(GateMode::Serial as u8),
             gate: Gate::default(),
-            keys: Mutex::new(HashMap::new()),
+            keys: Mutex::new(new_key_map()),
         }
     }
 
