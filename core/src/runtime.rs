@@ -11,6 +11,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::Sender;
+use crossbeam_utils::CachePadded;
 use parking_lot::{Mutex, RwLock};
 
 use crate::cancel::{EndCell, EndReason};
@@ -103,18 +104,20 @@ pub(crate) struct Shared<P> {
     pub next_owner_index: AtomicU32,
     pub ready: ReadyQueue<P>,
     pub counters: Counters,
-    pub queue_len: AtomicU64,
-    pub live_timers: AtomicU64,
-    pub closed: AtomicBool,
+    pub queue_len: CachePadded<AtomicU64>,
+    pub live_timers: CachePadded<AtomicU64>,
+    pub closed: CachePadded<AtomicBool>,
     pub scheduler_running: AtomicBool,
     pub callback_sink: bool,
     /// The scheduler thread, for unparking it.
     pub scheduler: once_cell::sync::OnceCell<std::thread::Thread>,
     /// The time the sleeping scheduler wakes by itself (`u64::MAX`: never); `AWAKE`
     /// while it runs.
-    pub sleep_until: AtomicU64,
-    /// Commands sent since the scheduler last drained its channel.
-    pub pending_commands: AtomicU32,
+    pub sleep_until: CachePadded<AtomicU64>,
+    /// Commands sent since the scheduler last drained its channel. (This and the other
+    /// atomics written on every operation sit on their own cache lines: host threads and
+    /// the scheduler write them from different cores.)
+    pub pending_commands: CachePadded<AtomicU32>,
     /// Emptied completion lists, returned by the scheduler for the next exchange to
     /// reuse: a host completing 64k records per call would otherwise allocate and free a
     /// 1 MiB list each time (see `completion_list`).
@@ -265,14 +268,14 @@ impl<P: Send + Sync + 'static> Runtime<P> {
             next_owner_index: AtomicU32::new(0),
             ready: ReadyQueue::new(),
             counters: Counters::default(),
-            queue_len: AtomicU64::new(0),
-            live_timers: AtomicU64::new(0),
-            closed: AtomicBool::new(false),
+            queue_len: CachePadded::new(AtomicU64::new(0)),
+            live_timers: CachePadded::new(AtomicU64::new(0)),
+            closed: CachePadded::new(AtomicBool::new(false)),
             scheduler_running: AtomicBool::new(true),
             callback_sink: matches!(config.sink, Sink::Callback(_)),
             scheduler: once_cell::sync::OnceCell::new(),
-            sleep_until: AtomicU64::new(AWAKE),
-            pending_commands: AtomicU32::new(0),
+            sleep_until: CachePadded::new(AtomicU64::new(AWAKE)),
+            pending_commands: CachePadded::new(AtomicU32::new(0)),
             spare_lists: Mutex::new(Vec::new()),
         });
         let resolution = crate::clock::duration_to_nanos(config.resolution).max(1);
