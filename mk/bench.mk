@@ -49,6 +49,7 @@ bench-deps:
 # Every harness; a harness that does not build leaves its reason in build/bench/missing/.
 bench-build: bench-deps
 	@cargo build --release -p spot-timer-ffi -q || echo "libspot_timer did not build" > $(BENCH_MISSING)/spot-c.txt
+	@ln -sf libspot_timer.so $(ROOT)/target/release/$(SONAME)
 	@echo "building bench/rust (spot-timer core, tokio, tokio-util)"
 	@$(CARGO) build --release -q --manifest-path bench/rust/Cargo.toml --target-dir $(BENCH_BUILD)/target \
 	  2> $(BENCH_BUILD)/rust.log || { echo "cargo build of bench/rust failed: $$(tail -3 $(BENCH_BUILD)/rust.log | tr '\n' ' ')" > $(BENCH_MISSING)/rust.txt; }

@@ -13,6 +13,11 @@ C_BUILD := $(BUILD)/c
 C_LIB := $(C_BUILD)/lib
 CARGO_TARGET_DIR ?= $(ROOT)/target
 FFI_VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' $(ROOT)/Cargo.toml | head -1)
+# The shared library's SONAME is libspot_timer.so.<ABI major> (ffi/build.rs); installed as
+# libspot_timer.so.<major>.<minor>.0 with the usual .so.<major> and .so links.
+ABI_MAJOR := $(shell sed -n 's/^\#define SPOT_ABI_VERSION ((\([0-9]*\) << 16) | \([0-9]*\))/\1/p' $(ROOT)/include/spot_timer.h)
+ABI_MINOR := $(shell sed -n 's/^\#define SPOT_ABI_VERSION ((\([0-9]*\) << 16) | \([0-9]*\))/\2/p' $(ROOT)/include/spot_timer.h)
+SONAME := libspot_timer.so.$(ABI_MAJOR)
 PREFIX ?= /usr/local
 
 C_WARN := -std=c11 -Wall -Wextra -Werror -pedantic -g -O1 -pthread
@@ -63,6 +68,7 @@ ffi-lib:
 	$(CARGO) build --release -p spot-timer-ffi
 	@mkdir -p $(C_LIB)
 	cp $(CARGO_TARGET_DIR)/release/libspot_timer.a $(CARGO_TARGET_DIR)/release/libspot_timer.so $(C_LIB)/
+	ln -sf libspot_timer.so $(C_LIB)/$(SONAME)
 
 test-c: c-deps header-check ffi-lib
 	@mkdir -p $(C_BUILD)
@@ -82,6 +88,9 @@ test-c: c-deps header-check ffi-lib
 	@echo "== SIGSTOP lease test, ASan, shared";     $(T) $(C_BUILD)/lease_asan_shared
 	@echo "== SIGSTOP lease test, valgrind (x5 durations)"; $(T) $(VALGRIND) $(C_BUILD)/lease_static 5
 	@echo "== C++ wrapper example, ASan/UBSan";      $(T) $(C_BUILD)/example_cpp_asan > $(C_BUILD)/example_cpp.out && tail -1 $(C_BUILD)/example_cpp.out
+	@echo "== SONAME $(SONAME): in the library and in what links to it"
+	readelf -d $(C_LIB)/libspot_timer.so | grep -q 'Library soname: \[$(SONAME)\]'
+	readelf -d $(C_BUILD)/tests_shared | grep -q 'Shared library: \[$(SONAME)\]'
 	@echo "== make install + pkg-config build of examples/c"
 	@rm -rf $(C_BUILD)/prefix
 	@$(MAKE) --no-print-directory install PREFIX=$(C_BUILD)/prefix > /dev/null
@@ -89,6 +98,8 @@ test-c: c-deps header-check ffi-lib
 	  $$(PKG_CONFIG_PATH=$(C_BUILD)/prefix/lib/pkgconfig pkg-config --cflags --libs spot_timer) \
 	  -o $(C_BUILD)/example_c_pkgconfig
 	LD_LIBRARY_PATH=$(C_BUILD)/prefix/lib $(T) $(C_BUILD)/example_c_pkgconfig > $(C_BUILD)/example_c.out && tail -1 $(C_BUILD)/example_c.out
+	test -L $(C_BUILD)/prefix/lib/libspot_timer.so && test -L $(C_BUILD)/prefix/lib/$(SONAME) \
+	  && test -f $(C_BUILD)/prefix/lib/$(SONAME).$(ABI_MINOR).0
 	@echo "test-c: all C suites passed"
 
 # `examples` may gain prerequisites from other areas too: this rule adds ours, no recipe.
@@ -105,7 +116,9 @@ install: ffi-lib
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
 	install -m 644 include/spot_timer.h include/spot_timer.hpp $(DESTDIR)$(PREFIX)/include/
 	install -m 644 $(C_LIB)/libspot_timer.a $(DESTDIR)$(PREFIX)/lib/
-	install -m 755 $(C_LIB)/libspot_timer.so $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(C_LIB)/libspot_timer.so $(DESTDIR)$(PREFIX)/lib/$(SONAME).$(ABI_MINOR).0
+	ln -sf $(SONAME).$(ABI_MINOR).0 $(DESTDIR)$(PREFIX)/lib/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(PREFIX)/lib/libspot_timer.so
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(FFI_VERSION)|' ffi/spot_timer.pc.in \
 	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/spot_timer.pc
 	@echo "installed spot_timer $(FFI_VERSION) to $(DESTDIR)$(PREFIX)"

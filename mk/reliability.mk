@@ -112,6 +112,7 @@ reliability-lib:
 	$(CARGO) build --release -p spot-timer-ffi
 	@mkdir -p $(REL_BUILD)
 	cp $(CARGO_TARGET_DIR)/release/libspot_timer.a $(CARGO_TARGET_DIR)/release/libspot_timer.so $(REL_BUILD)/
+	ln -sf libspot_timer.so $(REL_BUILD)/$(SONAME)
 
 reliability-faults-c: reliability-lib
 	gcc $(REL_C_FLAGS) tests/reliability/faults.c $(REL_BUILD)/libspot_timer.a -lpthread -ldl -lm \

@@ -328,3 +328,16 @@ pub(crate) fn timeout_from_i64(ns: i64, name: &str) -> FfiResult<Option<std::tim
         )),
     }
 }
+
+#[cfg(test)]
+mod abi_version_tests {
+    use super::SPOT_ABI_VERSION;
+
+    /// The shared library's SONAME (ffi/build.rs) names the ABI major: a new major needs
+    /// both changed together.
+    #[test]
+    fn soname_major_is_the_abi_major() {
+        let soname_major: u32 = env!("SPOT_SONAME_MAJOR").parse().unwrap();
+        assert_eq!(soname_major, SPOT_ABI_VERSION >> 16);
+    }
+}
