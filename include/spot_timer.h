@@ -141,7 +141,7 @@
 #define SPOT_FIRST_DUE_DEFAULT UINT64_MAX
 
 // `spot_abi_version()` of this header: (major << 16) | minor. 1.1 appended `ticks_due` and
-// `ticks_discarded` to `spot_stats`.
+// `ticks_discarded` to `spot_stats` and added `spot_owner_release`.
 #define SPOT_ABI_VERSION ((1 << 16) | 1)
 
 // Status code returned by every fallible `spot_*` function (`int32_t`). 0 is success.
@@ -472,6 +472,18 @@ spot_status spot_owner_renew(uint64_t rt, uint64_t owner_id, uint64_t epoch, uin
 // Thread-safe. Errors: SPOT_E_INVALID_HANDLE, SPOT_E_UNKNOWN_OWNER, SPOT_E_REVOKED
 // (already revoked or superseded), SPOT_E_CLOSED.
 spot_status spot_owner_revoke(uint64_t rt, uint64_t owner_id, uint64_t epoch);
+
+// Ends authority (`owner_id`, `epoch`) like spot_owner_revoke and lets the runtime forget
+// the owner: once its timers have ended (each with SPOT_END_REVOKED; a callback already
+// started runs to its end first), the runtime frees everything it kept for the owner and
+// `spot_stats().owners` drops. Use it when an owner goes away for good (an actor stops, a
+// session closes); without it every owner id ever acquired stays known to the runtime.
+// Acquiring `owner_id` again later starts a new owner whose epochs are above every epoch
+// of the released one, so an (owner_id, epoch) kept from before never matches it.
+//
+// Thread-safe. Errors: SPOT_E_INVALID_HANDLE, SPOT_E_UNKNOWN_OWNER, SPOT_E_REVOKED
+// (already released, revoked or superseded), SPOT_E_CLOSED.
+spot_status spot_owner_release(uint64_t rt, uint64_t owner_id, uint64_t epoch);
 
 // Takes owner `owner_id`'s execution gate for the host's own work, waiting up to
 // `timeout_ns` (-1 = forever, 0 = try once). While the host holds it none of the

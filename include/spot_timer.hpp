@@ -183,6 +183,9 @@ public:
         check(spot_owner_renew(rt_, id_, epoch_, lease ? static_cast<uint64_t>(lease->count()) : 0));
     }
     void revoke() { check(spot_owner_revoke(rt_, id_, epoch_)); }
+    // Revokes and lets the runtime forget the owner once its timers have ended (an owner
+    // that goes away for good: an actor stops, a session closes).
+    void release() { check(spot_owner_release(rt_, id_, epoch_)); }
     // `release` (may be null) is called once with `user_data` when the generation ends.
     Timer register_timer(uint64_t key, const TimerSpec &spec, void *user_data = nullptr,
                          spot_release_fn release = nullptr) {

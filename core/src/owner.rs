@@ -144,18 +144,27 @@ pub(crate) struct OwnerShared {
     /// key -> slot of the timers registered under this owner. Per-owner, so registrations
     /// of different owners never contend.
     pub keys: Mutex<KeyMap>,
+    /// The host released the owner: the runtime forgets it once its timers have ended
+    /// (changed only under the runtime's owner-map write lock, like a new acquisition).
+    pub released: std::sync::atomic::AtomicBool,
+    /// The runtime has forgotten it: this object is out of the owner map and its index may
+    /// belong to another owner now.
+    pub forgotten: std::sync::atomic::AtomicBool,
 }
 
 impl OwnerShared {
-    pub fn new(id: OwnerId, index: u32) -> Self {
+    /// A new owner whose first authority will be `first_epoch + 1`.
+    pub fn new(id: OwnerId, index: u32, first_epoch: u64) -> Self {
         Self {
             id,
             index,
-            epoch: AtomicU64::new(0),
+            epoch: AtomicU64::new(first_epoch),
             lease_deadline: AtomicU64::new(EXPIRED),
             gate_mode: AtomicU8::new(GateMode::Serial as u8),
             gate: Gate::default(),
             keys: Mutex::new(new_key_map()),
+            released: std::sync::atomic::AtomicBool::new(false),
+            forgotten: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -268,7 +277,7 @@ mod loom_models {
     #[test]
     fn renewal_and_expiry_never_both_win() {
         loom::model(|| {
-            let o = Arc::new(OwnerShared::new(1, 0));
+            let o = Arc::new(OwnerShared::new(1, 0, 0));
             o.epoch.store(1, Ordering::SeqCst);
             o.lease_deadline.store(100, Ordering::SeqCst);
             let host = {
@@ -294,7 +303,7 @@ mod loom_models {
     #[test]
     fn start_check_after_expiry_or_revoke_fails() {
         loom::model(|| {
-            let o = Arc::new(OwnerShared::new(1, 0));
+            let o = Arc::new(OwnerShared::new(1, 0, 0));
             o.epoch.store(1, Ordering::SeqCst);
             o.lease_deadline.store(100, Ordering::SeqCst);
             let published = Arc::new(AtomicU64::new(0));
@@ -329,7 +338,7 @@ mod loom_models {
     #[test]
     fn gate_has_one_holder() {
         loom::model(|| {
-            let o = Arc::new(OwnerShared::new(1, 0));
+            let o = Arc::new(OwnerShared::new(1, 0, 0));
             let host = {
                 let o = o.clone();
                 thread::spawn(move || {

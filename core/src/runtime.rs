@@ -102,6 +102,13 @@ pub(crate) struct Shared<P> {
     pub slots: SlotTable<P>,
     pub owners: RwLock<HashMap<OwnerId, Arc<OwnerShared>>>,
     pub next_owner_index: AtomicU32,
+    /// Indexes of forgotten owners, for reuse: owner churn does not grow the scheduler's
+    /// owner table.
+    pub free_owner_indexes: Mutex<Vec<u32>>,
+    /// Every authority epoch handed out from now on is above this: raised past a forgotten
+    /// owner's epochs, so an (id, epoch) kept by a host from before the owner was
+    /// forgotten never matches the id's next incarnation.
+    pub epoch_floor: AtomicU64,
     pub ready: ReadyQueue<P>,
     pub counters: Counters,
     pub queue_len: CachePadded<AtomicU64>,
@@ -266,6 +273,8 @@ impl<P: Send + Sync + 'static> Runtime<P> {
             slots: SlotTable::new(),
             owners: RwLock::new(HashMap::new()),
             next_owner_index: AtomicU32::new(0),
+            free_owner_indexes: Mutex::new(Vec::new()),
+            epoch_floor: AtomicU64::new(0),
             ready: ReadyQueue::new(),
             counters: Counters::default(),
             queue_len: CachePadded::new(AtomicU64::new(0)),
@@ -315,22 +324,35 @@ impl<P: Send + Sync + 'static> Runtime<P> {
                 "lease must be greater than zero".into(),
             ));
         }
-        let owner = {
+        let now = self.now();
+        // Under the map's write lock: a concurrent `Owner::release` of the same id either
+        // completes before this takes the owner over, or fails on the epoch moved here.
+        let (owner, epoch) = {
             let mut owners = self.shared.owners.write();
-            owners
+            let owner = owners
                 .entry(id)
                 .or_insert_with(|| {
-                    let index = self.shared.next_owner_index.fetch_add(1, Ordering::Relaxed);
-                    Arc::new(OwnerShared::new(id, index))
+                    let index = self
+                        .shared
+                        .free_owner_indexes
+                        .lock()
+                        .pop()
+                        .unwrap_or_else(|| {
+                            self.shared.next_owner_index.fetch_add(1, Ordering::Relaxed)
+                        });
+                    let floor = self.shared.epoch_floor.load(Ordering::Acquire);
+                    Arc::new(OwnerShared::new(id, index, floor))
                 })
-                .clone()
+                .clone();
+            // A released owner not yet forgotten is taken over like any other.
+            owner.released.store(false, Ordering::Release);
+            owner.gate_mode.store(options.gate as u8, Ordering::Relaxed);
+            let epoch = owner.epoch.fetch_add(1, Ordering::AcqRel) + 1;
+            owner
+                .lease_deadline
+                .store(lease_deadline(now, options.lease), Ordering::Release);
+            (owner, epoch)
         };
-        let now = self.now();
-        owner.gate_mode.store(options.gate as u8, Ordering::Relaxed);
-        let epoch = owner.epoch.fetch_add(1, Ordering::AcqRel) + 1;
-        owner
-            .lease_deadline
-            .store(lease_deadline(now, options.lease), Ordering::Release);
         self.shared
             .send(Command::OwnerChanged(owner.clone()), Wake::Now)?;
         Ok(Owner {
@@ -635,6 +657,27 @@ impl<P: Send + Sync + 'static> Owner<P> {
             Command::OwnerChanged(self.shared.clone()),
             Wake::IfDueBefore(lease_deadline(now, lease)),
         )
+    }
+
+    /// Ends this authority like [`Owner::revoke`] and lets the runtime forget the owner:
+    /// once its timers have ended (each with `EndReason::Revoked`, after a running callback
+    /// completes), its entry, key map and scheduler state are freed and `stats().owners`
+    /// drops. For hosts whose owners come and go (actors, sessions): without it every owner
+    /// id ever acquired stays known to the runtime. Acquiring the id again later starts a
+    /// new owner whose epochs are above every epoch of the released one.
+    pub fn release(&self) -> Result<()> {
+        {
+            // Under the map's write lock, like `acquire_owner`, so a concurrent acquisition
+            // of the same id either precedes this (and this fails: its epoch moved on) or
+            // follows it (and takes the owner over again, clearing `released`).
+            let _owners = self.rt.owners.write();
+            if !self.shared.revoke(self.epoch) {
+                return Err(Error::Revoked);
+            }
+            self.shared.released.store(true, Ordering::Release);
+        }
+        self.rt
+            .send(Command::OwnerChanged(self.shared.clone()), Wake::Now)
     }
 
     /// Ends this authority: its timers end with `EndReason::Revoked` and never run again.

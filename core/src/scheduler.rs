@@ -123,6 +123,8 @@ pub(crate) struct Scheduler<P> {
     /// may use it (see `command_now`).
     command_now: Nanos,
     command_now_uses: u32,
+    /// Owners the host released, forgotten once their timers have ended.
+    released_owners: Vec<Arc<OwnerShared>>,
 }
 
 /// Registrations and cancels that share one clock reading: reading CLOCK_BOOTTIME per
@@ -158,6 +160,7 @@ impl<P: Send + Sync + 'static> Scheduler<P> {
             callback,
             command_now: 0,
             command_now_uses: 0,
+            released_owners: Vec::new(),
         }
     }
 
@@ -189,6 +192,7 @@ impl<P: Send + Sync + 'static> Scheduler<P> {
             self.fire_due(self.shared.now());
             self.flush();
             self.flush_releases();
+            self.forget_released_owners();
             self.shared
                 .queue_len
                 .store(self.heap.len() as u64, Ordering::Relaxed);
@@ -721,6 +725,10 @@ impl<P: Send + Sync + 'static> Scheduler<P> {
     }
 
     fn owner_changed(&mut self, owner: Arc<OwnerShared>) {
+        if owner.forgotten.load(Ordering::Acquire) {
+            // Queued before the owner was forgotten; its index may be another owner's now.
+            return;
+        }
         let now = self.shared.now();
         let deadline = owner.lease_deadline.load(Ordering::Acquire);
         let o = self.owner_state(&owner);
@@ -746,6 +754,44 @@ impl<P: Send + Sync + 'static> Scheduler<P> {
                 }
             }
         }
+        if owner.released.load(Ordering::Acquire)
+            && !self.released_owners.iter().any(|o| Arc::ptr_eq(o, &owner))
+        {
+            self.released_owners.push(owner);
+        }
+    }
+
+    /// Forgets the released owners whose timers have all ended (their keys are gone once
+    /// the slots are released, at the end of the turn): out of the runtime's owner map,
+    /// scheduler state dropped, index free for the next new owner. One the host acquired
+    /// again meanwhile is kept.
+    fn forget_released_owners(&mut self) {
+        if self.released_owners.is_empty() {
+            return;
+        }
+        let mut pending = std::mem::take(&mut self.released_owners);
+        pending.retain(|owner| {
+            if !owner.keys.lock().is_empty() {
+                return true; // timers still ending
+            }
+            let mut map = self.shared.owners.write();
+            let current = map.get(&owner.id).is_some_and(|o| Arc::ptr_eq(o, owner));
+            // Checked under the write lock that acquisitions take to clear it.
+            if current && owner.released.load(Ordering::Acquire) {
+                map.remove(&owner.id);
+                drop(map);
+                owner.forgotten.store(true, Ordering::Release);
+                self.shared
+                    .epoch_floor
+                    .fetch_max(owner.epoch.load(Ordering::Acquire) + 1, Ordering::AcqRel);
+                if let Some(state) = self.owners.get_mut(owner.index as usize) {
+                    *state = None;
+                }
+                self.shared.free_owner_indexes.lock().push(owner.index);
+            }
+            false
+        });
+        self.released_owners = pending;
     }
 
     fn lease_due(&mut self, e: Entry, now: Nanos) {

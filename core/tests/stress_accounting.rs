@@ -14,6 +14,8 @@
 //! | `STRESS_SLOW_SECS` | 5 | 60 | seconds of the slow-handler test |
 //! | `STRESS_RSS_TIMERS` | 100_000 | 300_000 | timers per churn round of the RSS test |
 //! | `STRESS_RSS_ROUNDS` | 10 | 30 | churn rounds of the RSS test |
+//! | `STRESS_OWNER_CHURN` | 10_000 | 100_000 | owners acquired and released per round |
+//! | `STRESS_OWNER_ROUNDS` | 20 | 40 | rounds of the owner-churn test |
 //!
 //! At the end of each test every generation has ended (`close()`), and the runtime's
 //! accounting identity must hold:
@@ -664,6 +666,98 @@ fn stress_rss_churn_rounds() {
             rss[0] as f64 / 1048576.0,
             rss_drift * 100.0,
             heap[0] as f64 / 1048576.0,
+        ),
+    );
+}
+
+/// Owner churn (actors, sessions): rounds of acquire 10,000 owners x 2 timers, fire,
+/// release them all. Released owners are forgotten once their timers end, so the owner
+/// count returns to 0 every round and the heap in use stays flat: nothing is kept per
+/// owner id ever used.
+#[test]
+#[ignore = "stress: run by make test-reliability (cargo test --release -- --ignored)"]
+fn stress_owner_churn() {
+    let n = env_u64("STRESS_OWNER_CHURN", 10_000);
+    let rounds = env_u64("STRESS_OWNER_ROUNDS", 20).max(4);
+    let (rt, _clock) = Runtime::<u64>::manual().unwrap();
+    // The test's own ledger is sized once (see stress_rss_churn_rounds).
+    let mut ledger = Ledger {
+        per_timer: HashMap::with_capacity(4 * n as usize + 1024),
+        ..Ledger::default()
+    };
+    let mut ids = Vec::with_capacity(2 * n as usize);
+    let mut rng = Rng::new(11);
+    let (mut batch, mut done) = (Vec::new(), Vec::new());
+    let mut owners = Vec::with_capacity(n as usize);
+    let mut heap = Vec::new();
+    for round in 0..rounds {
+        for i in 0..n {
+            // New ids every round: an actor system's owners are rarely reused.
+            let o = rt
+                .acquire_owner(round * n + i, OwnerOptions::default())
+                .unwrap();
+            for (key, spec) in [
+                (1, TimerSpec::every(Duration::from_millis(1))),
+                (2, TimerSpec::after(Duration::from_millis(3))),
+            ] {
+                ids.push(o.register(key, spec, round, None).unwrap().id());
+            }
+            owners.push(o);
+        }
+        for _ in 0..2 {
+            rt.advance(Duration::from_millis(2)).unwrap();
+            loop {
+                batch.clear();
+                let got = rt
+                    .exchange(&done, &mut batch, 1 << 16, Some(Duration::ZERO))
+                    .unwrap();
+                done.clear();
+                if got == 0 {
+                    break;
+                }
+                run_batch(&rt, &mut batch, &mut ledger, &mut rng, 0, &mut done);
+            }
+        }
+        for o in owners.drain(..) {
+            o.release().unwrap();
+        }
+        rt.sync().unwrap();
+        for id in ids.drain(..) {
+            ledger.forget(id);
+        }
+        let st = rt.stats();
+        assert_eq!((st.owners, st.live_timers), (0, 0), "round {round}: {st:?}");
+        heap.push(heap_in_use());
+        println!(
+            "owner churn round {round}: owners acquired {} heap in use {:.2} MiB",
+            (round + 1) * n,
+            heap_in_use() as f64 / 1048576.0
+        );
+    }
+    // The first rounds size the runtime's tables (the owner map grows once more when
+    // tombstones of removed ids fill it: 10,000 live ids settle in 32,768 buckets); the
+    // second half of the rounds must not grow past the first half's peak.
+    let half = heap.len() / 2;
+    let first_peak = *heap[..half].iter().max().unwrap();
+    let growth = heap[half..]
+        .iter()
+        .max()
+        .unwrap()
+        .saturating_sub(first_peak);
+    assert!(
+        growth <= 64 * 1024,
+        "heap in use grew {growth} bytes: {heap:?}"
+    );
+    rt.close();
+    let s = rt.stats();
+    check_accounting("stress_owner_churn", &s, &ledger);
+    figures(
+        "stress_owner_churn",
+        &s,
+        &format!(
+            "owners_per_round={n} rounds={rounds} owners_acquired={} heap_in_use_mib={:.2} heap_growth_bytes={growth}",
+            rounds * n,
+            first_peak as f64 / 1048576.0
         ),
     );
 }

@@ -84,6 +84,41 @@ pub extern "C" fn spot_owner_revoke(rt: u64, owner_id: u64, epoch: u64) -> spot_
     })
 }
 
+/// Ends authority (`owner_id`, `epoch`) like spot_owner_revoke and lets the runtime forget
+/// the owner: once its timers have ended (each with SPOT_END_REVOKED; a callback already
+/// started runs to its end first), the runtime frees everything it kept for the owner and
+/// `spot_stats().owners` drops. Use it when an owner goes away for good (an actor stops, a
+/// session closes); without it every owner id ever acquired stays known to the runtime.
+/// Acquiring `owner_id` again later starts a new owner whose epochs are above every epoch
+/// of the released one, so an (owner_id, epoch) kept from before never matches it.
+///
+/// Thread-safe. Errors: SPOT_E_INVALID_HANDLE, SPOT_E_UNKNOWN_OWNER, SPOT_E_REVOKED
+/// (already released, revoked or superseded), SPOT_E_CLOSED.
+#[no_mangle]
+pub extern "C" fn spot_owner_release(rt: u64, owner_id: u64, epoch: u64) -> spot_status {
+    boundary("spot_owner_release", || {
+        let ffi = handles::get(rt)?;
+        // Under the write lock, so a concurrent spot_owner_acquire of the id is ordered
+        // with the removal of its entry here.
+        let mut owners = ffi.owners.write().unwrap_or_else(|e| e.into_inner());
+        let owner = owners.get(&owner_id).cloned().ok_or_else(|| {
+            Failure::new(SPOT_E_UNKNOWN_OWNER, format!("unknown owner {owner_id}"))
+        })?;
+        if owner.epoch() != epoch {
+            return Err(Failure::new(
+                SPOT_E_REVOKED,
+                format!(
+                    "epoch {epoch} of owner {owner_id} is not its current authority (epoch {})",
+                    owner.epoch()
+                ),
+            ));
+        }
+        owner.release()?;
+        owners.remove(&owner_id);
+        Ok(())
+    })
+}
+
 /// Takes owner `owner_id`'s execution gate for the host's own work, waiting up to
 /// `timeout_ns` (-1 = forever, 0 = try once). While the host holds it none of the
 /// owner's timer callbacks start; due ticks wait and run after `spot_owner_gate_leave`.

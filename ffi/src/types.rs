@@ -60,7 +60,7 @@ pub const SPOT_END_RUNTIME_CLOSED: u32 = 5;
 /// `spot_timer_spec::first_due_ns` meaning "one period after registration".
 pub const SPOT_FIRST_DUE_DEFAULT: u64 = u64::MAX;
 /// `spot_abi_version()` of this header: (major << 16) | minor. 1.1 appended `ticks_due` and
-/// `ticks_discarded` to `spot_stats`.
+/// `ticks_discarded` to `spot_stats` and added `spot_owner_release`.
 pub const SPOT_ABI_VERSION: u32 = (1 << 16) | 1;
 
 /// A timer generation: a value, copy it freely. Generations are unique in the process,

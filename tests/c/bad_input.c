@@ -520,6 +520,29 @@ static void bad_old_stats_struct_size_filled_up_to_it(void) {
     CHECK_OK(spot_runtime_free(rt));
 }
 
+/* spot_owner_release with bad input: unknown runtime, unknown owner, a stale or made-up
+ * epoch (nothing happens to the current authority), a second release. */
+static void bad_owner_release(void) {
+    CHECK_ST(spot_owner_release(0, 1, 1), SPOT_E_INVALID_HANDLE);
+    uint64_t rt = manual_runtime();
+    CHECK_ST(spot_owner_release(rt, 77, 1), SPOT_E_UNKNOWN_OWNER);
+    uint64_t ep1 = owner(rt, 7, SPOT_GATE_SERIAL);
+    uint64_t ep2 = owner(rt, 7, SPOT_GATE_SERIAL);
+    struct spot_timer t = reg(rt, 7, ep2, 1, spec_every(10 * MS, SPOT_POLICY_SKIP_LATE_TICKS, 1));
+    CHECK_ST(spot_owner_release(rt, 7, ep1), SPOT_E_REVOKED);
+    CHECK_ST(spot_owner_release(rt, 7, ep2 + 1000), SPOT_E_REVOKED);
+    CHECK_OK(spot_advance(rt, 10 * MS));
+    struct spot_record r[2];
+    CHECK_EQ_U64(xchg(rt, NULL, 0, r, 2), 1); /* the current authority is untouched */
+    CHECK_EQ_U64(r[0].timer.generation, t.generation);
+    struct spot_completion done = {r[0].token, SPOT_OUTCOME_OK, 0};
+    CHECK_EQ_U64(xchg(rt, &done, 1, r, 2), 0);
+    CHECK_OK(spot_owner_release(rt, 7, ep2));
+    CHECK_ST(spot_owner_release(rt, 7, ep2), SPOT_E_UNKNOWN_OWNER);
+    CHECK_ST(spot_owner_revoke(rt, 7, ep2), SPOT_E_UNKNOWN_OWNER);
+    CHECK_OK(spot_runtime_free(rt));
+}
+
 void run_bad_input_tests(void) {
     RUN(bad_null_pointers);
     RUN(bad_freed_and_foreign_runtime_handles);
@@ -533,4 +556,5 @@ void run_bad_input_tests(void) {
     RUN(bad_free_from_inside_batch_callback);
     RUN(bad_self_cancel_in_exchange_handler);
     RUN(bad_cancel_with_record_waiting_in_queue);
+    RUN(bad_owner_release);
 }

@@ -632,7 +632,61 @@ out:
     CHECK_OK(spot_runtime_free(rt));
 }
 
+/* spot_owner_release: a released owner's timers end (SPOT_END_REVOKED) and the runtime
+ * forgets the owner once they have; its id can be acquired again with a larger epoch, and
+ * the old (id, epoch) never matches the new owner. */
+static void owner_release_forgets_owners(void) {
+    uint64_t rt = manual_runtime();
+    enum { N = 200 };
+    uint64_t epochs[N];
+    struct spot_timer timers[N];
+    for (uint64_t i = 0; i < N; i++) {
+        epochs[i] = owner(rt, 100 + i, SPOT_GATE_SERIAL);
+        timers[i] = reg(rt, 100 + i, epochs[i], 1, spec_every(10 * MS, SPOT_POLICY_SKIP_LATE_TICKS, 1));
+    }
+    CHECK_OK(spot_advance(rt, 0));
+    CHECK_EQ_U64(stats(rt).owners, N);
+    /* one owner's callback is in the host's hands when it is released */
+    struct spot_record r[4];
+    CHECK_OK(spot_advance(rt, 10 * MS));
+    size_t n = xchg(rt, NULL, 0, r, 4);
+    CHECK(n > 0);
+    struct spot_record held = r[0];
+    CHECK_OK(spot_record_begin(rt, &held));
+    uint64_t held_owner = held.owner_id;
+    struct spot_completion nst[4];
+    for (size_t i = 1; i < n; i++) nst[i - 1] = (struct spot_completion){r[i].token, SPOT_OUTCOME_OK, 0};
+    for (uint64_t i = 0; i < N; i++) CHECK_OK(spot_owner_release(rt, 100 + i, epochs[i]));
+    CHECK_ST(spot_owner_release(rt, 100, epochs[0]), SPOT_E_UNKNOWN_OWNER);
+    CHECK_EQ_U64(xchg(rt, nst, n - 1, r, 4), 0);
+    CHECK_OK(spot_advance(rt, 0));
+    CHECK_EQ_U64(stats(rt).owners, 1); /* the one with a running callback */
+    struct spot_completion done = {held.token, SPOT_OUTCOME_OK, 0};
+    CHECK_EQ_U64(xchg(rt, &done, 1, r, 4), 0);
+    CHECK_OK(spot_advance(rt, 0));
+    struct spot_stats s = stats(rt);
+    CHECK_EQ_U64(s.owners, 0);
+    CHECK_EQ_U64(s.live_timers, 0);
+    uint32_t reason = 99;
+    CHECK_OK(spot_timer_cancel(rt, timers[N - 1], 0, &reason));
+    CHECK_EQ_U64(reason, SPOT_END_REVOKED);
+    /* the id again: a new owner, epochs above the released ones */
+    uint64_t again = owner(rt, held_owner, SPOT_GATE_SERIAL);
+    CHECK(again > epochs[held_owner - 100]);
+    struct spot_timer t;
+    struct spot_timer_spec sp = spec_every(10 * MS, SPOT_POLICY_SKIP_LATE_TICKS, 1);
+    CHECK_ST(spot_timer_register(rt, held_owner, epochs[held_owner - 100], 1, &sp, NULL, NULL, &t),
+             SPOT_E_REVOKED);
+    t = reg(rt, held_owner, again, 1, sp);
+    CHECK_OK(spot_advance(rt, 10 * MS));
+    CHECK_EQ_U64(xchg(rt, NULL, 0, r, 4), 1);
+    CHECK_EQ_U64(r[0].timer.generation, t.generation);
+    CHECK_EQ_U64(stats(rt).owners, 1);
+    CHECK_OK(spot_runtime_free(rt));
+}
+
 void run_contract_tests(void) {
+    RUN(owner_release_forgets_owners);
     RUN(abi_layout);
     RUN(contract_01_reregister_drops_pending_ticks);
     RUN(contract_02_cancel_lets_running_callback_finish);
