@@ -1,6 +1,6 @@
 //! Random sequences of C ABI calls: create (random config bytes), register (random spec
 //! bytes, release hooks that fail), cancel, cancel_async, exchange with random completions,
-//! complete, record_begin, renew, revoke, gates, advance, stats, free; with stale, foreign,
+//! complete, record_begin, renew, revoke, release, gates, advance, stats, free; with stale, foreign,
 //! freed and made-up handles.
 //!
 //! Checked on every call: no `SPOT_E_PANIC`, only known status codes. Checked on every
@@ -344,18 +344,24 @@ impl Model {
             }
             14 => {
                 let (rt, id, epoch) = self.pick_owner(b);
-                if b.bool() {
-                    check(
-                        spot_owner_renew(
-                            rt,
-                            id,
-                            epoch,
-                            b.small_or_any_u64(50).saturating_mul(1_000_000),
-                        ),
-                        "renew",
-                    );
-                } else {
-                    check(spot_owner_revoke(rt, id, epoch), "revoke");
+                match b.u8() % 3 {
+                    0 => {
+                        check(
+                            spot_owner_renew(
+                                rt,
+                                id,
+                                epoch,
+                                b.small_or_any_u64(50).saturating_mul(1_000_000),
+                            ),
+                            "renew",
+                        );
+                    }
+                    1 => {
+                        check(spot_owner_revoke(rt, id, epoch), "revoke");
+                    }
+                    _ => {
+                        check(spot_owner_release(rt, id, epoch), "release");
+                    }
                 }
             }
             15 => {
