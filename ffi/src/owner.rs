@@ -92,8 +92,13 @@ pub extern "C" fn spot_owner_revoke(rt: u64, owner_id: u64, epoch: u64) -> spot_
 /// Acquiring `owner_id` again later starts a new owner whose epochs are above every epoch
 /// of the released one, so an (owner_id, epoch) kept from before never matches it.
 ///
-/// Thread-safe. Errors: SPOT_E_INVALID_HANDLE, SPOT_E_UNKNOWN_OWNER, SPOT_E_REVOKED
-/// (already released, revoked or superseded), SPOT_E_CLOSED.
+/// After the call the id is unknown to this runtime until acquired again: a second
+/// release, or a renew, revoke or registration with the released authority, gives
+/// SPOT_E_UNKNOWN_OWNER.
+///
+/// Thread-safe. Errors: SPOT_E_INVALID_HANDLE, SPOT_E_UNKNOWN_OWNER (never acquired, or
+/// released), SPOT_E_REVOKED (`epoch` is not the current authority: revoked or
+/// superseded), SPOT_E_CLOSED.
 #[no_mangle]
 pub extern "C" fn spot_owner_release(rt: u64, owner_id: u64, epoch: u64) -> spot_status {
     boundary("spot_owner_release", || {

@@ -206,6 +206,9 @@ namespace SpotTimer.Interop
         public static extern int spot_owner_revoke(ulong rt, ulong owner_id, ulong epoch);
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern int spot_owner_release(ulong rt, ulong owner_id, ulong epoch);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         public static extern int spot_owner_gate_enter(ulong rt, ulong owner_id, long timeout_ns);
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]

@@ -277,17 +277,43 @@ namespace SpotTimer
         public ulong Epoch { get; private set; }
 
         /// <summary>Extends the lease to now + <paramref name="lease"/> (null: no deadline). Throws
-        /// LeaseExpiredException once it expired, OwnerRevokedException after a revoke.</summary>
+        /// LeaseExpiredException once it expired, OwnerRevokedException after a revoke or release.</summary>
         public void Renew(TimeSpan? lease)
         {
             ulong ns = lease.HasValue ? Durations.PositiveNs(lease.Value, "lease") : 0;
-            _rt.Check(_rt.Call(rt => Native.spot_owner_renew(rt, Id, Epoch, ns)));
+            CheckAuthority(_rt.Call(rt => Native.spot_owner_renew(rt, Id, Epoch, ns)));
         }
 
         /// <summary>Ends this authority: its timers end with Revoked and never run again.</summary>
         public void Revoke()
         {
-            _rt.Check(_rt.Call(rt => Native.spot_owner_revoke(rt, Id, Epoch)));
+            CheckAuthority(_rt.Call(rt => Native.spot_owner_revoke(rt, Id, Epoch)));
+        }
+
+        /// <summary>Ends this authority like <see cref="Revoke"/> (its timers end with Revoked; a handler
+        /// already running runs to its end first) and lets the runtime forget the owner once its timers
+        /// have ended: <see cref="RuntimeStats.Owners"/> drops. For owners that go away for good (actors,
+        /// sessions). Acquiring the id again later starts a new owner whose Epoch is above every epoch of
+        /// this one. Throws OwnerRevokedException when this authority was already released, revoked or
+        /// replaced.</summary>
+        public void Release()
+        {
+            CheckAuthority(_rt.Call(rt => Native.spot_owner_release(rt, Id, Epoch)));
+        }
+
+        /// <summary>Status check of a call naming this authority (Id, Epoch). Once an owner is released
+        /// the C ABI no longer knows its id and reports SPOT_E_UNKNOWN_OWNER; an Owner object always
+        /// names an acquired authority, so for it that means "released": OwnerRevokedException, as in
+        /// the Rust core and the Python binding.</summary>
+        internal void CheckAuthority(int status)
+        {
+            if (status == (int)SpotStatus.UnknownOwner && !_rt.IsDisposed)
+            {
+                string msg = Native.LastError();
+                throw new OwnerRevokedException(SpotStatus.Revoked, string.Format(
+                    "owner {0} epoch {1} was released{2}", Id, Epoch, msg.Length > 0 ? " (" + msg + ")" : ""));
+            }
+            _rt.Check(status);
         }
 
         /// <summary>Takes the owner's execution gate for host work (no timer handler of this owner starts

@@ -247,7 +247,7 @@ namespace SpotTimer
             {
                 TimerState ignored;
                 States.TryRemove(st.Id, out ignored);
-                rt.Check(s);
+                owner.CheckAuthority(s);
             }
             timer.Id = id;
             st.Handle = id;
