@@ -174,10 +174,17 @@ impl OwnerShared {
 
     /// Is the authority `epoch` current and its lease still running at `now`?
     pub fn check(&self, epoch: u64, now: Nanos) -> Result<()> {
+        self.check_with(epoch, || now)
+    }
+
+    /// `check`, reading the clock only when the owner has a lease: a host's start check
+    /// runs once per record, and most owners have none.
+    pub fn check_with(&self, epoch: u64, now: impl FnOnce() -> Nanos) -> Result<()> {
         if self.epoch.load(Ordering::Acquire) != epoch {
             return Err(Error::Revoked);
         }
-        if self.lease_deadline.load(Ordering::Acquire) <= now {
+        let deadline = self.lease_deadline.load(Ordering::Acquire);
+        if deadline != NO_DEADLINE && deadline <= now() {
             return Err(Error::LeaseExpired);
         }
         Ok(())

@@ -245,7 +245,10 @@ impl<P: Send + Sync + 'static> Shared<P> {
     /// The start check, then marks this thread as running `cell`'s callback until it
     /// submits the completion.
     pub fn begin(&self, cell: &TimerCell<P>) -> Result<()> {
-        self.check_start(cell, self.now())?;
+        if !cell.is_live() {
+            return Err(Error::StaleHandle);
+        }
+        cell.owner.check_with(cell.epoch, || self.now())?;
         CURRENT_CALLBACK.with(|c| c.set((self.id, cell.id.slot, cell.id.generation)));
         Ok(())
     }
