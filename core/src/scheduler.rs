@@ -525,18 +525,22 @@ impl<P: Send + Sync + 'static> Scheduler<P> {
             return;
         };
         // The running generation is the ending one if there is one, else the live one;
-        // both belong to the slot's (owner, key), so either names the owner.
-        let owner_index = st
-            .ending
-            .as_ref()
-            .map(|(c, _, _)| &c.owner)
-            .or(st.cell.as_ref().map(|c| &c.owner))
-            .map(|o| {
-                if f.holds_gate {
-                    o.gate.release_from_timer();
-                }
-                o.index
-            });
+        // both belong to the slot's (owner, key), so either names the owner. Looked at only
+        // when the gate or a deferral needs it: the owner is one more cache line.
+        let owner_index = if f.holds_gate || c.outcome == Outcome::Deferred {
+            st.ending
+                .as_ref()
+                .map(|(c, _, _)| &c.owner)
+                .or(st.cell.as_ref().map(|c| &c.owner))
+                .map(|o| {
+                    if f.holds_gate {
+                        o.gate.release_from_timer();
+                    }
+                    o.index
+                })
+        } else {
+            None
+        };
         let mut park_deferred = None;
         if let Some((cell, reason, due)) = st.ending.take() {
             match c.outcome {
