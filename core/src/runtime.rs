@@ -22,8 +22,8 @@ use crate::owner::{lease_deadline, GateMode, OwnerId, OwnerShared};
 use crate::scheduler::{Command, Scheduler, AWAKE};
 use crate::stats::{Counters, Stats};
 use crate::table::{
-    begin_cancel, claim, hand_over, live_value, next_generation, publish_generation, SlotTable,
-    RECEIVED,
+    begin_cancel, claim, hand_over, live_value, next_generation, publish_generation, word_is_live,
+    SlotTable, RECEIVED,
 };
 use crate::tick::{split_token, Completion, Record, TickRecord};
 use crate::timer::{NormalSpec, ReleaseHook, TimerCell, TimerHandle, TimerId, TimerKey, TimerSpec};
@@ -230,22 +230,24 @@ impl<P: Send + Sync + 'static> Shared<P> {
     }
 
     /// May a callback of this generation start now? (T1 generation, T2 cancel, T6
-    /// authority)
-    pub fn check_start(&self, cell: &TimerCell<P>, now: u64) -> Result<()> {
-        if !cell.is_live() {
-            return Err(Error::StaleHandle);
-        }
-        cell.owner.check(cell.epoch, now)
-    }
-
+    /// authority.) The liveness word is read from the runtime's table by slot, not
+    /// through the cell: the cell's pointer to the table sits on a line of its own.
     pub fn startable_at(&self, rec: &TickRecord<P>, now: u64) -> bool {
-        self.check_start(&rec.timer, now).is_ok()
+        let cell = &rec.timer;
+        self.slots
+            .get_word(cell.id.slot)
+            .is_some_and(|w| word_is_live(w, cell.id.generation))
+            && cell.owner.check(cell.epoch, now).is_ok()
     }
 
     /// The start check, then marks this thread as running `cell`'s callback until it
     /// submits the completion.
     pub fn begin(&self, cell: &TimerCell<P>) -> Result<()> {
-        if !cell.is_live() {
+        let live = self
+            .slots
+            .get_word(cell.id.slot)
+            .is_some_and(|w| word_is_live(w, cell.id.generation));
+        if !live {
             return Err(Error::StaleHandle);
         }
         cell.owner.check_with(cell.epoch, || self.now())?;

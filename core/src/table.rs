@@ -156,6 +156,11 @@ impl<P> SlotTable<P> {
         &self.words
     }
 
+    /// The liveness word of slot `index`, if the slot was ever allocated.
+    pub fn get_word(&self, index: u32) -> Option<&AtomicU64> {
+        self.words.get(index)
+    }
+
     /// The liveness word of an allocated slot.
     pub fn word(&self, index: u32) -> &AtomicU64 {
         self.words.get(index).expect("allocated slots have words")
