@@ -776,6 +776,13 @@ impl NativeOwner {
         self.owner.revoke().map_err(|e| to_py(py, e))
     }
 
+    /// Like `revoke`, and the runtime forgets the owner once its timers have ended. Only
+    /// takes the owner map's lock briefly and sends a command: called attached, like
+    /// `revoke`.
+    fn release(&self, py: Python<'_>) -> PyResult<()> {
+        self.owner.release().map_err(|e| to_py(py, e))
+    }
+
     #[allow(clippy::too_many_arguments)]
     #[pyo3(signature = (key, period_ns, first_due_ns, policy, max_catch_up_ticks, handler, release=None))]
     fn register(

@@ -293,7 +293,8 @@ class Runtime:
         self._lock = threading.Lock()
         self._tags: Dict[int, Tuple[Any, Optional[asyncio.AbstractEventLoop], Any]] = {}
         self._next_tag = 1
-        self._key_ids: Dict[Tuple[int, Hashable], int] = {}
+        # Per owner id: its non-int keys -> key ids (dropped when the owner is released).
+        self._key_ids: Dict[int, Dict[Hashable, int]] = {}
         self._next_key = _AUTO_KEY_BASE
         self._thread: Optional[threading.Thread] = None
         self._loop: Optional[asyncio.AbstractEventLoop] = None
@@ -394,12 +395,20 @@ class Runtime:
         except TypeError:
             raise ArgumentTypeError(f"key must be hashable, not {type(key).__name__}") from None
         with self._lock:
-            k = self._key_ids.get((owner_id, key))
+            keys = self._key_ids.setdefault(owner_id, {})
+            k = keys.get(key)
             if k is None:
                 k = self._next_key
                 self._next_key += 1
-                self._key_ids[(owner_id, key)] = k
+                keys[key] = k
         return k, key
+
+    def _release_owner(self, owner_id: int, native: Any) -> None:
+        # Under the key lock: an authority acquired for the id before the release makes it
+        # fail (nothing is dropped); one acquired after maps its keys afresh.
+        with self._lock:
+            native.release()
+            self._key_ids.pop(owner_id, None)
 
     def cancel(self, timer: "Timer", timeout: Optional[Duration] = None) -> EndReason:
         """Cancels ``timer`` (which must belong to this runtime) and waits for its result."""
@@ -702,6 +711,16 @@ class Owner:
         """Ends this authority: its timers end with EndReason.REVOKED and never run again."""
         self._runtime._check_open()
         self._native.revoke()
+
+    def release(self) -> None:
+        """Ends this authority like revoke() (its timers end with EndReason.REVOKED; a
+        callback already running finishes first) and lets the runtime forget the owner once
+        its timers have ended, so ``stats().owners`` drops: for owners that come and go
+        (actors, sessions). Acquiring the id again starts a new owner with a higher epoch.
+        Raises RevokedError if this authority is no longer current (already released,
+        revoked or superseded)."""
+        self._runtime._check_open()
+        self._runtime._release_owner(self.id, self._native)
 
     def every(
         self,
