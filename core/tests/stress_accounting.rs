@@ -163,6 +163,28 @@ fn figures(name: &str, s: &Stats, extra: &str) {
     );
 }
 
+/// Exchanges and runs batches until nothing more is ready at this time (manual clock).
+fn drain_ready<P: Send + Sync + 'static>(
+    rt: &Runtime<P>,
+    batch: &mut Vec<Record<P>>,
+    done: &mut Vec<Completion>,
+    ledger: &mut Ledger,
+    rng: &mut Rng,
+    defer_pct: u64,
+) {
+    loop {
+        batch.clear();
+        let got = rt
+            .exchange(done, batch, 1 << 16, Some(Duration::ZERO))
+            .unwrap();
+        done.clear();
+        if got == 0 {
+            break;
+        }
+        run_batch(rt, batch, ledger, rng, defer_pct, done);
+    }
+}
+
 /// Runs one received batch: begin + check + complete with a random outcome.
 fn run_batch<P: Send + Sync + 'static>(
     rt: &Runtime<P>,
@@ -269,18 +291,7 @@ fn stress_live_timers() {
     for round in 0..rounds {
         rt.advance(Duration::from_millis(7 + rng.below(13)))
             .unwrap();
-        // Drain until nothing more is ready at this time.
-        loop {
-            batch.clear();
-            let got = rt
-                .exchange(&done, &mut batch, 1 << 16, Some(Duration::ZERO))
-                .unwrap();
-            done.clear();
-            if got == 0 {
-                break;
-            }
-            run_batch(&rt, &mut batch, &mut ledger, &mut rng, 2, &mut done);
-        }
+        drain_ready(&rt, &mut batch, &mut done, &mut ledger, &mut rng, 2);
         // Deferred ticks of serial owners wait for the host gate; let them retry.
         if round % 2 == 1 {
             for o in owners.iter().step_by(7) {
@@ -590,17 +601,7 @@ fn stress_rss_churn_rounds() {
         }
         for _ in 0..3 {
             rt.advance(Duration::from_millis(4)).unwrap();
-            loop {
-                batch.clear();
-                let got = rt
-                    .exchange(&done, &mut batch, 1 << 16, Some(Duration::ZERO))
-                    .unwrap();
-                done.clear();
-                if got == 0 {
-                    break;
-                }
-                run_batch(&rt, &mut batch, &mut ledger, &mut rng, 0, &mut done);
-            }
+            drain_ready(&rt, &mut batch, &mut done, &mut ledger, &mut rng, 0);
         }
         tickets.extend(handles.iter().map(|h| h.cancel_nowait().unwrap()));
         for t in &tickets {
@@ -706,17 +707,7 @@ fn stress_owner_churn() {
         }
         for _ in 0..2 {
             rt.advance(Duration::from_millis(2)).unwrap();
-            loop {
-                batch.clear();
-                let got = rt
-                    .exchange(&done, &mut batch, 1 << 16, Some(Duration::ZERO))
-                    .unwrap();
-                done.clear();
-                if got == 0 {
-                    break;
-                }
-                run_batch(&rt, &mut batch, &mut ledger, &mut rng, 0, &mut done);
-            }
+            drain_ready(&rt, &mut batch, &mut done, &mut ledger, &mut rng, 0);
         }
         for o in owners.drain(..) {
             o.release().unwrap();
