@@ -234,20 +234,19 @@ impl<P: Send + Sync + 'static> Shared<P> {
     /// through the cell: the cell's pointer to the table sits on a line of its own.
     pub fn startable_at(&self, rec: &TickRecord<P>, now: u64) -> bool {
         let cell = &rec.timer;
+        self.is_live(cell) && cell.owner.check(cell.epoch, now).is_ok()
+    }
+
+    fn is_live(&self, cell: &TimerCell<P>) -> bool {
         self.slots
             .get_word(cell.id.slot)
             .is_some_and(|w| word_is_live(w, cell.id.generation))
-            && cell.owner.check(cell.epoch, now).is_ok()
     }
 
     /// The start check, then marks this thread as running `cell`'s callback until it
     /// submits the completion.
     pub fn begin(&self, cell: &TimerCell<P>) -> Result<()> {
-        let live = self
-            .slots
-            .get_word(cell.id.slot)
-            .is_some_and(|w| word_is_live(w, cell.id.generation));
-        if !live {
+        if !self.is_live(cell) {
             return Err(Error::StaleHandle);
         }
         cell.owner.check_with(cell.epoch, || self.now())?;

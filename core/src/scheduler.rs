@@ -785,12 +785,14 @@ impl<P: Send + Sync + 'static> Scheduler<P> {
             let current = map.get(&owner.id).is_some_and(|o| Arc::ptr_eq(o, owner));
             // Checked under the write lock that acquisitions take to clear it.
             if current && owner.released.load(Ordering::Acquire) {
-                map.remove(&owner.id);
-                drop(map);
-                owner.forgotten.store(true, Ordering::Release);
+                // The floor first, still under the lock: the next acquisition of the id
+                // builds its owner from it.
                 self.shared
                     .epoch_floor
                     .fetch_max(owner.epoch.load(Ordering::Acquire) + 1, Ordering::AcqRel);
+                map.remove(&owner.id);
+                drop(map);
+                owner.forgotten.store(true, Ordering::Release);
                 if let Some(state) = self.owners.get_mut(owner.index as usize) {
                     *state = None;
                 }
