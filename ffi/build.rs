@@ -1,9 +1,9 @@
 //! Gives the shared library the SONAME of its ABI major version, so programs linked with
-//! `-lspot_timer` record `libspot_timer.so.1` and keep working across compatible (minor)
+//! `-lspot_timer` record `libspot_timer.so.2` and keep working across compatible (minor)
 //! updates, and an incompatible major can be installed beside it. Keep the number equal to
 //! the major of `SPOT_ABI_VERSION` (ffi/src/types.rs).
 
-const ABI_MAJOR: u32 = 1;
+const ABI_MAJOR: u32 = 2;
 
 fn main() {
     if std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux") {

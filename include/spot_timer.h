@@ -2,7 +2,6 @@
  * spot_timer.h - the C ABI of the spot-timer runtime (libspot_timer).
  * SPDX-License-Identifier: MIT OR Apache-2.0
  */
-
 #ifndef SPOT_TIMER_H
 #define SPOT_TIMER_H
 
@@ -30,11 +29,11 @@
  * library: it hands them back (and to the release hook / finalizer) but never reads them.
  *
  * Threads.  Every function may be called from any thread, concurrently, unless its
- * comment says otherwise. Callbacks (batch callback, release hook, finalizer) run on the
- * runtime's scheduler thread (a release hook also on the thread freeing the runtime);
- * they may call back into the library: blocking calls that would wait for the scheduler
- * thread itself return SPOT_E_WOULD_DEADLOCK instead of deadlocking. Callbacks must not
- * unwind (C++ exceptions, longjmp) into the library.
+ * comment says otherwise. The batch callback and the finalizer run on the runtime's
+ * scheduler thread; a release hook runs on the thread that ends its generation (see
+ * spot_release_fn). Callbacks may call back into the library: blocking calls that would
+ * wait for the calling thread itself return SPOT_E_WOULD_DEADLOCK instead of
+ * deadlocking. Callbacks must not unwind (C++ exceptions, longjmp) into the library.
  *
  * Panics.  Every entry point runs behind a panic boundary: a Rust panic (a library bug)
  * becomes SPOT_E_PANIC with a message; nothing unwinds into C.
@@ -52,9 +51,10 @@
  * macros below; a value this ABI version does not know gives SPOT_E_UNKNOWN_ENUM.
  *
  * Versioning.  Input structs start with uint32_t struct_size: set it to sizeof(the
- * struct) and zero what you do not use. A smaller size, or fields of a newer version set
- * to non-zero, gives SPOT_E_BAD_STRUCT_SIZE. Output statistics structs are filled up to
- * min(struct_size, the library's size). spot_abi_version() returns (major << 16) | minor;
+ * struct) and zero what you do not use. A size below the struct's first version, or
+ * fields of a newer version set to non-zero, gives SPOT_E_BAD_STRUCT_SIZE; fields an
+ * older (smaller) struct lacks take their zero default. Output statistics structs are
+ * filled with the whole fields that fit in min(struct_size, the library's size). spot_abi_version() returns (major << 16) | minor;
  * a host built against SPOT_ABI_VERSION works with a library of the same major and a minor
  * that is not older.
  *
@@ -65,207 +65,368 @@
  * Delivery.  A runtime delivers the records that became ready at one scheduler wakeup as
  * one batch: either to spot_exchange (submit completions, receive a batch; one crossing)
  * or to a batch callback (one call per wakeup). Every TICK record must be completed once
- * (SPOT_OUTCOME_*). Right before starting a handler, re-check the record: spot_record_begin,
- * or the cheaper atomic compare of *live_word with live_value. stats.host_crossings and
+ * (SPOT_OUTCOME_*). Right before starting a handler, check and claim the record:
+ * spot_record_begin, or without a call: read the clock once per batch (spot_now) and start
+ * it only if now < *lease_word and an atomic compare-and-swap of *live_word from
+ * live_value to started_value succeeds (see struct spot_record). stats.host_crossings and
  * stats.batches show the crossing ratio (one crossing per wakeup).
  *
- * Exchange hosts and blocking cancel.  A record published for spot_exchange but not yet
- * received never starts once its generation ends: the runtime takes it back at once, so a
- * blocking spot_timer_cancel never waits for the calling host's own next exchange.
+ * Cancel.  Cancelling a timer whose record no host holds ends it within the call, on the
+ * calling thread (its release hook runs there), with no round trip to the scheduler. A
+ * record published for spot_exchange but not yet received never starts once its
+ * generation ends: it is taken back at once, so a blocking spot_timer_cancel never waits
+ * for the calling host's own next exchange. Only a record a host has received (and not
+ * completed) is waited for.
  */
+#ifdef __cplusplus
+extern "C" {
+#endif
 
-// `spot_runtime_config::clock`: the real `CLOCK_BOOTTIME` clock.
+
+/**
+ * `spot_runtime_config::clock`: the real `CLOCK_BOOTTIME` clock.
+ */
 #define SPOT_CLOCK_REAL 0
 
-// `spot_runtime_config::clock`: a manual clock moved only by `spot_advance`.
+/**
+ * `spot_runtime_config::clock`: a manual clock moved only by `spot_advance`.
+ */
 #define SPOT_CLOCK_MANUAL 1
 
-// `spot_runtime_config::delivery`: records wait for `spot_exchange`.
+/**
+ * `spot_runtime_config::delivery`: records wait for `spot_exchange`.
+ */
 #define SPOT_DELIVERY_EXCHANGE 0
 
-// `spot_runtime_config::delivery`: records go to the batch callback, once per wakeup.
+/**
+ * `spot_runtime_config::delivery`: records go to the batch callback, once per wakeup.
+ */
 #define SPOT_DELIVERY_CALLBACK 1
 
-// Fixed rate; a late timer delivers only the newest due tick.
+/**
+ * Fixed rate; a late timer delivers only the newest due tick.
+ */
 #define SPOT_POLICY_SKIP_LATE_TICKS 0
 
-// Fixed rate; a late timer delivers at most `max_catch_up_ticks` of its backlog, in order.
+/**
+ * Fixed rate; a late timer delivers at most `max_catch_up_ticks` of its backlog, in order.
+ */
 #define SPOT_POLICY_CATCH_UP_BOUNDED 1
 
-// Fixed delay: each tick is due one period after the previous handler completed.
+/**
+ * Fixed delay: each tick is due one period after the previous handler completed.
+ */
 #define SPOT_POLICY_DELAY_NEXT_TICK 2
 
-// Owner gate: one callback at a time across all of the owner's timers (default).
+/**
+ * Owner gate: one callback at a time across all of the owner's timers (default).
+ */
 #define SPOT_GATE_SERIAL 0
 
-// Owner gate: the owner's timers run independently.
+/**
+ * Owner gate: the owner's timers run independently.
+ */
 #define SPOT_GATE_CONCURRENT 1
 
-// Completion outcome: the callback ran and returned normally.
+/**
+ * Completion outcome: the callback ran and returned normally.
+ */
 #define SPOT_OUTCOME_OK 0
 
-// Completion outcome: the callback ran and failed (still counts as delivered).
+/**
+ * Completion outcome: the callback ran and failed (still counts as delivered).
+ */
 #define SPOT_OUTCOME_FAILED 1
 
-// Completion outcome: the host could not get its gate; the tick is kept and retried.
+/**
+ * Completion outcome: the host could not get its gate; the tick is kept and retried.
+ */
 #define SPOT_OUTCOME_DEFERRED 2
 
-// Completion outcome: the record was stale (spot_record_begin failed); not started.
+/**
+ * Completion outcome: the record was stale (spot_record_begin failed); not started.
+ */
 #define SPOT_OUTCOME_NOT_STARTED 3
 
-// `spot_record::kind`: one callback start.
+/**
+ * `spot_record::kind`: one callback start.
+ */
 #define SPOT_RECORD_TICK 0
 
-// `spot_record::kind`: the result of `spot_timer_cancel_async`.
+/**
+ * `spot_record::kind`: the result of `spot_timer_cancel_async`.
+ */
 #define SPOT_RECORD_CANCEL_DONE 1
 
-// End reason: cancelled by the host.
+/**
+ * End reason: cancelled by the host.
+ */
 #define SPOT_END_CANCELLED 0
 
-// End reason: replaced by a newer registration of the same (owner, key).
+/**
+ * End reason: replaced by a newer registration of the same (owner, key).
+ */
 #define SPOT_END_SUPERSEDED 1
 
-// End reason: a one-shot timer delivered its callback.
+/**
+ * End reason: a one-shot timer delivered its callback.
+ */
 #define SPOT_END_COMPLETED 2
 
-// End reason: the owner's lease ran out.
+/**
+ * End reason: the owner's lease ran out.
+ */
 #define SPOT_END_LEASE_EXPIRED 3
 
-// End reason: the owner authority was revoked or moved.
+/**
+ * End reason: the owner authority was revoked or moved.
+ */
 #define SPOT_END_REVOKED 4
 
-// End reason: the runtime was freed.
+/**
+ * End reason: the runtime was freed.
+ */
 #define SPOT_END_RUNTIME_CLOSED 5
 
-// `spot_timer_spec::first_due_ns` meaning "one period after registration".
+/**
+ * `spot_timer_spec::first_due_ns` meaning "one period after registration".
+ */
 #define SPOT_FIRST_DUE_DEFAULT UINT64_MAX
 
-// `spot_abi_version()` of this header: (major << 16) | minor. 1.1 appended `ticks_due` and
-// `ticks_discarded` to `spot_stats` and added `spot_owner_release`.
-#define SPOT_ABI_VERSION ((1 << 16) | 1)
+/**
+ * `spot_abi_version()` of this header: (major << 16) | minor. 2.0: records carry the
+ * start check as a compare-and-swap (`started_value`) and the owner's lease
+ * (`lease_word`); `spot_runtime_config` gained `resolution_ns`; `spot_stats` gained
+ * `records_taken_back`, `records_abandoned` and `scheduler_wakes_by_hosts`.
+ */
+#define SPOT_ABI_VERSION ((2 << 16) | 0)
 
-// Status code returned by every fallible `spot_*` function (`int32_t`). 0 is success.
+/**
+ * Status code returned by every fallible `spot_*` function (`int32_t`). 0 is success.
+ */
 typedef int32_t spot_status;
 
-// A host's report that a TICK record reached its terminal state.
+/**
+ * A host's report that a TICK record reached its terminal state.
+ */
 struct spot_completion {
     uint64_t token;
-    // SPOT_OUTCOME_*.
+    /**
+     * SPOT_OUTCOME_*.
+     */
     uint32_t outcome;
-    // Must be 0.
+    /**
+     * Must be 0.
+     */
     uint32_t reserved;
 };
 
-// A timer generation: a value, copy it freely. Generations are unique in the process,
-// so a handle of another runtime or an ended generation is rejected, never misused.
+/**
+ * A timer generation: a value, copy it freely. Generations are unique in the process,
+ * so a handle of another runtime is rejected, never misused. An ended generation keeps
+ * its result until its slot is reused by a later registration (slots rest in a queue
+ * first); after that its handle gives SPOT_E_STALE_TIMER.
+ */
 struct spot_timer {
     uint64_t generation;
     uint32_t slot;
-    // Always 0.
+    /**
+     * Always 0 (a handle with anything else here is rejected: SPOT_E_INVALID_ARGUMENT).
+     */
     uint32_t reserved;
 };
 
-// One record of a batch (exchange or batch callback). Fixed layout of ABI version 1.x;
-// it has no size field: new fields only come with a new major ABI version.
+/**
+ * One record of a batch (exchange or batch callback). Fixed layout of ABI version 2.x;
+ * it has no size field: new fields only come with a new major ABI version.
+ *
+ * The start check without a call (TICK records): right before starting the handler, read
+ * the runtime's clock once per batch (`spot_now`; on the real clock that is
+ * `CLOCK_BOOTTIME`) and start the handler only if `now < *lease_word` and an atomic
+ * compare-and-swap of `*live_word` from `live_value` to `started_value` succeeds; else
+ * complete it with SPOT_OUTCOME_NOT_STARTED. That is what `spot_record_begin` does.
+ */
 struct spot_record {
-    // SPOT_RECORD_*.
+    /**
+     * SPOT_RECORD_*.
+     */
     uint32_t kind;
-    // CANCEL_DONE with status SPOT_OK: SPOT_END_*. Otherwise 0.
+    /**
+     * CANCEL_DONE with status SPOT_OK: SPOT_END_*. Otherwise 0.
+     */
     uint32_t end_reason;
-    // CANCEL_DONE: SPOT_OK or SPOT_E_CLEANUP_FAILED. TICK: 0.
+    /**
+     * CANCEL_DONE: SPOT_OK or SPOT_E_CLEANUP_FAILED. TICK: 0.
+     */
     int32_t status;
     uint32_t reserved;
-    // TICK: the completion token to hand back. CANCEL_DONE: 0.
+    /**
+     * TICK: the completion token to hand back. CANCEL_DONE: 0.
+     */
     uint64_t token;
     struct spot_timer timer;
     uint64_t owner_id;
     uint64_t key;
-    // TICK: the user data given at registration. CANCEL_DONE: NULL.
+    /**
+     * TICK: the user data given at registration. CANCEL_DONE: NULL.
+     */
     void *user_data;
     uint64_t delivery_index;
     uint64_t scheduled_index;
     uint64_t skipped_ticks;
-    // TICK: start the handler only if an atomic load of `*live_word` equals `live_value`
-    // (the cheap form of `spot_record_begin`). Valid until the runtime is freed.
-    // CANCEL_DONE: NULL.
-    const uint64_t *live_word;
+    /**
+     * TICK: the timer's state word (see above). Valid until the runtime is freed.
+     * CANCEL_DONE: NULL.
+     */
+    uint64_t *live_word;
+    /**
+     * TICK: the value of `*live_word` while this record may start.
+     */
     uint64_t live_value;
-    // CANCEL_DONE: the tag passed to `spot_timer_cancel_async`. TICK: 0.
+    /**
+     * TICK: the value to store in `*live_word` to claim the start.
+     */
+    uint64_t started_value;
+    /**
+     * TICK: the owner's lease deadline in nanoseconds on the runtime's clock
+     * (`UINT64_MAX`: no lease). Valid until the runtime is freed. CANCEL_DONE: NULL.
+     */
+    const uint64_t *lease_word;
+    /**
+     * CANCEL_DONE: the tag passed to `spot_timer_cancel_async`. TICK: 0.
+     */
     uint64_t tag;
 };
 
-// Receives one batch on the scheduler thread, once per scheduler wakeup.
-//
-// `records` (n >= 1 entries) is valid only during the call. `completions` has room for
-// `n` entries; write synchronous completions there and set `*n_completions` (0 on
-// entry). Records not completed there must be completed later with `spot_complete`.
-// The callback must not unwind (no C++ exception, no longjmp) out of the call.
+/**
+ * Receives one batch on the scheduler thread, once per scheduler wakeup.
+ *
+ * `records` (n >= 1 entries) is valid only during the call. `completions` has room for
+ * `n` entries; write synchronous completions there and set `*n_completions` (0 on
+ * entry). Records not completed there must be completed later with `spot_complete`.
+ * The callback must not unwind (no C++ exception, no longjmp) out of the call.
+ */
 typedef void (*spot_batch_fn)(void *env,
                               const struct spot_record *records,
                               size_t n,
                               struct spot_completion *completions,
                               size_t *n_completions);
 
-// Called exactly once with `callback_env` when the runtime is freed, after the last
-// batch callback returned.
+/**
+ * Called exactly once with `callback_env` when the runtime is freed, after the last
+ * batch callback returned.
+ */
 typedef void (*spot_finalizer_fn)(void *env);
 
-// How to build a runtime. Versioned: set `struct_size = sizeof(spot_runtime_config)` and
-// zero everything you do not set.
+/**
+ * How to build a runtime. Versioned: set `struct_size = sizeof(spot_runtime_config)` and
+ * zero everything you do not set.
+ */
 struct spot_runtime_config {
     uint32_t struct_size;
-    // SPOT_CLOCK_*.
+    /**
+     * SPOT_CLOCK_*.
+     */
     uint32_t clock;
-    // SPOT_DELIVERY_*.
+    /**
+     * SPOT_DELIVERY_*.
+     */
     uint32_t delivery;
-    // Must be 0.
+    /**
+     * Must be 0.
+     */
     uint32_t reserved;
-    // SPOT_DELIVERY_CALLBACK: required; SPOT_DELIVERY_EXCHANGE: must be NULL.
+    /**
+     * SPOT_DELIVERY_CALLBACK: required; SPOT_DELIVERY_EXCHANGE: must be NULL.
+     */
     spot_batch_fn callback;
-    // Passed to `callback` and `callback_finalizer`; the runtime never dereferences it.
+    /**
+     * Passed to `callback` and `callback_finalizer`; the runtime never dereferences it.
+     */
     void *callback_env;
-    // May be NULL. SPOT_DELIVERY_EXCHANGE: must be NULL.
+    /**
+     * May be NULL. SPOT_DELIVERY_EXCHANGE: must be NULL.
+     */
     spot_finalizer_fn callback_finalizer;
+    /**
+     * Real clock: wakeup resolution in nanoseconds, rounded down to a power of two; 0 =
+     * the default (2^19 ns = 524.288 µs). The scheduler wakes on multiples of it, so
+     * every timer due within one step comes in one batch, at most one step late. Timers
+     * whose period is shorter are woken for to the nanosecond (they never skip ticks
+     * because of it). Ignored on the manual clock (exact). ABI 2.0; a 1.x-sized struct
+     * (without it) is accepted.
+     */
+    uint64_t resolution_ns;
 };
 
-// A snapshot of a runtime's counters. Set `struct_size = sizeof(spot_stats)` before the
-// call; the library fills `min(struct_size, its size)` bytes and stores that number in
-// `struct_size`. Fields are only ever appended: ABI 1.0 ended at `gate_waits` (200 bytes),
-// ABI 1.1 appended `ticks_due` and `ticks_discarded` (216 bytes).
-//
-// Tick accounting: once every generation has ended, `ticks_due == completed_ok +
-// completed_failed + ticks_skipped + ticks_dropped_authority + ticks_discarded`.
+/**
+ * A snapshot of a runtime's counters (each field a counter unless marked as a gauge). Set
+ * `struct_size = sizeof(spot_stats)` before the call; the library fills the whole fields
+ * that fit in `min(struct_size, its size)` bytes and stores that number in
+ * `struct_size`. Fields are only ever appended: 1.0 ended at `gate_waits` (200 bytes, the
+ * smallest size accepted), 1.1 appended `ticks_due` and `ticks_discarded` (216), 2.0
+ * `records_taken_back`, `records_abandoned` and `scheduler_wakes_by_hosts` (240).
+ *
+ * Tick accounting: once every generation has ended, `ticks_due == completed_ok +
+ * completed_failed + ticks_skipped + ticks_dropped_authority + ticks_discarded`.
+ * Record accounting: once every generation has ended, `records_published ==
+ * completed_ok + completed_failed + completed_deferred + not_started +
+ * records_abandoned`.
+ */
 struct spot_stats {
     uint32_t struct_size;
     uint32_t reserved;
-    // Scheduler threads of this runtime (1 while it runs).
+    /**
+     * Gauge: scheduler threads of this runtime (1 while it runs).
+     */
     uint64_t scheduler_threads;
-    // OS wakeup primitives (1, plus the wakeup fd once asked for).
+    /**
+     * Gauge: OS wakeup primitives (1, plus the wakeup fd once asked for).
+     */
     uint64_t wakeup_primitives;
-    // OS timers created for timers (always 0).
+    /**
+     * Gauge: OS timers created for timers (always 0).
+     */
     uint64_t os_timers;
-    // Entries in the deadline queue, stale ones included.
+    /**
+     * Gauge: entries in the deadline queue, stale ones included.
+     */
     uint64_t queue_len;
-    // Generations registered and not yet ended.
+    /**
+     * Gauge: generations registered and not yet ended.
+     */
     uint64_t live_timers;
-    // Owners known to the runtime.
+    /**
+     * Gauge: owners known to the runtime.
+     */
     uint64_t owners;
     uint64_t wakeups;
-    // Scheduler wakeups that produced at least one record.
+    /**
+     * Scheduler wakeups that produced at least one record.
+     */
     uint64_t batches;
     uint64_t records_published;
-    // Exchange calls that returned records, plus batch-callback invocations.
+    /**
+     * Exchange calls that returned records, plus batch-callback invocations.
+     */
     uint64_t host_crossings;
     uint64_t records_received;
     uint64_t completed_ok;
     uint64_t completed_failed;
     uint64_t completed_deferred;
-    // Records not started because they were stale when handed over or started.
+    /**
+     * Records that never started: completed NOT_STARTED, or taken back because their
+     * generation ended before a host received them.
+     */
     uint64_t not_started;
-    // Nominal ticks skipped by the overrun policy (sum of `skipped_ticks`).
+    /**
+     * Nominal ticks skipped by the overrun policy (sum of `skipped_ticks`).
+     */
     uint64_t ticks_skipped;
-    // Due ticks never delivered because the owner lease ran out or the authority was
-    // revoked.
+    /**
+     * Due ticks never delivered because the owner lease ran out or the authority was
+     * revoked.
+     */
     uint64_t ticks_dropped_authority;
     uint64_t registered;
     uint64_t ended;
@@ -274,36 +435,72 @@ struct spot_stats {
     uint64_t stale_entries_dropped;
     uint64_t compactions;
     uint64_t gate_waits;
-    // Nominal ticks that had come due, summed over generations when they end (ABI 1.1).
+    /**
+     * Nominal ticks that had come due, summed over generations when they end (ABI 1.1).
+     */
     uint64_t ticks_due;
-    // Due ticks never delivered because the generation was cancelled, superseded or the
-    // runtime closed (ABI 1.1).
+    /**
+     * Due ticks never delivered because the generation was cancelled, superseded or the
+     * runtime closed (ABI 1.1).
+     */
     uint64_t ticks_discarded;
+    /**
+     * Records taken back before a host received them (also in `not_started`) (ABI 2.0).
+     */
+    uint64_t records_taken_back;
+    /**
+     * Records a host held when the runtime was freed (ABI 2.0).
+     */
+    uint64_t records_abandoned;
+    /**
+     * Times a registering or completing thread woke the scheduler for an earlier
+     * deadline (ABI 2.0).
+     */
+    uint64_t scheduler_wakes_by_hosts;
 };
 
-// What to register. Versioned: set `struct_size = sizeof(spot_timer_spec)`.
+/**
+ * What to register. Versioned: set `struct_size = sizeof(spot_timer_spec)`.
+ */
 struct spot_timer_spec {
     uint32_t struct_size;
-    // SPOT_POLICY_*.
+    /**
+     * SPOT_POLICY_*.
+     */
     uint32_t policy;
-    // Period in nanoseconds; 0 = one-shot.
+    /**
+     * Period in nanoseconds; 0 = one-shot.
+     */
     uint64_t period_ns;
-    // Delay from registration to the first nominal due time; SPOT_FIRST_DUE_DEFAULT
-    // (UINT64_MAX) = one period. Required for a one-shot timer.
+    /**
+     * Delay from registration to the first nominal due time; SPOT_FIRST_DUE_DEFAULT
+     * (UINT64_MAX) = one period. Required for a one-shot timer.
+     */
     uint64_t first_due_ns;
-    // 1..=INT32_MAX with SPOT_POLICY_CATCH_UP_BOUNDED; ignored by the other policies.
+    /**
+     * 1..=INT32_MAX with SPOT_POLICY_CATCH_UP_BOUNDED; ignored by the other policies.
+     */
     uint64_t max_catch_up_ticks;
-    // Must be 0.
+    /**
+     * Must be 0.
+     */
     uint64_t reserved;
 };
 
-// Releases a timer's user data once, when its generation ends (on the scheduler thread,
-// or the thread freeing the runtime). Return 0 on success; non-zero for failure, after
-// writing a NUL-terminated message into `msg` (capacity `msg_len`, 256). A failure
-// becomes the generation's terminal result (`SPOT_E_CLEANUP_FAILED` for every canceller).
+/**
+ * Releases a timer's user data once, when its generation ends, on the thread that ends
+ * it: the canceller (spot_timer_cancel of a timer whose record the host does not hold),
+ * the registering thread (superseding an idle timer), the revoking or releasing thread,
+ * the thread whose completion ends it, the scheduler thread (lease expiry) or the thread
+ * freeing the runtime. Return 0 on success; non-zero for failure, after
+ * writing a NUL-terminated message into `msg` (capacity `msg_len`, 256). A failure
+ * becomes the generation's terminal result (`SPOT_E_CLEANUP_FAILED` for every canceller).
+ */
 typedef int32_t (*spot_release_fn)(void *user_data, char *msg, size_t msg_len);
 
-// Fixed-size statistics of one generation. Versioned like `spot_stats`.
+/**
+ * Fixed-size statistics of one generation. Versioned like `spot_stats`.
+ */
 struct spot_timer_stats {
     uint32_t struct_size;
     uint32_t reserved;
@@ -313,100 +510,142 @@ struct spot_timer_stats {
     uint64_t last_scheduled_index;
 };
 
-// Success.
+/**
+ * Success.
+ */
 #define SPOT_OK 0
 
-// A required pointer argument was NULL (or misaligned for its type).
+/**
+ * A required pointer argument was NULL (or misaligned for its type).
+ */
 #define SPOT_E_NULL_ARGUMENT 1
 
-// A value is outside its domain (zero period, max_catch_up_ticks 0, capacity 0, non-zero
-// reserved field, ...). The last-error message names the argument.
+/**
+ * A value is outside its domain (zero period, max_catch_up_ticks 0, capacity 0, non-zero
+ * reserved field, ...). The last-error message names the argument.
+ */
 #define SPOT_E_INVALID_ARGUMENT 2
 
-// An enum value this ABI version does not know.
+/**
+ * An enum value this ABI version does not know.
+ */
 #define SPOT_E_UNKNOWN_ENUM 3
 
-// A `struct_size` field is smaller than the version-1 size, absurdly large, or covers
-// non-zero fields this library version does not know.
+/**
+ * A `struct_size` field is smaller than the version-1 size, absurdly large, or covers
+ * non-zero fields this library version does not know.
+ */
 #define SPOT_E_BAD_STRUCT_SIZE 4
 
-// The runtime handle is 0, freed, double-freed or was never valid.
+/**
+ * The runtime handle is 0, freed, double-freed or was never valid.
+ */
 #define SPOT_E_INVALID_HANDLE 5
 
-// The timer handle does not name a live or recorded generation of this runtime.
+/**
+ * The timer handle does not name a live or recorded generation of this runtime.
+ */
 #define SPOT_E_STALE_TIMER 6
 
-// No owner with this id was acquired on this runtime.
+/**
+ * No owner with this id was acquired on this runtime.
+ */
 #define SPOT_E_UNKNOWN_OWNER 7
 
-// The owner's lease has expired; the authority is over.
+/**
+ * The owner's lease has expired; the authority is over.
+ */
 #define SPOT_E_LEASE_EXPIRED 8
 
-// The owner authority (epoch) was revoked or replaced by a newer one.
+/**
+ * The owner authority (epoch) was revoked or replaced by a newer one.
+ */
 #define SPOT_E_REVOKED 9
 
-// A completion token matches no outstanding record; nothing of the call was applied.
+/**
+ * A completion token matches no outstanding record; nothing of the call was applied.
+ */
 #define SPOT_E_INVALID_COMPLETION 10
 
-// A blocking wait ran out of time; the operation it waited for goes on.
+/**
+ * A blocking wait ran out of time; the operation it waited for goes on.
+ */
 #define SPOT_E_TIMEOUT 11
 
-// Waiting would wait for the calling thread itself (own callback, scheduler thread).
+/**
+ * Waiting would wait for the calling thread itself (own callback, scheduler thread).
+ */
 #define SPOT_E_WOULD_DEADLOCK 12
 
-// The generation's release hook failed: this is its terminal result, the same for
-// every canceller.
+/**
+ * The generation's release hook failed: this is its terminal result, the same for
+ * every canceller.
+ */
 #define SPOT_E_CLEANUP_FAILED 13
 
-// The runtime is closed.
+/**
+ * The runtime is closed.
+ */
 #define SPOT_E_CLOSED 14
 
-// The call needs a runtime on the manual clock.
+/**
+ * The call needs a runtime on the manual clock.
+ */
 #define SPOT_E_NOT_MANUAL_CLOCK 15
 
-// The runtime's timer table is full.
+/**
+ * The runtime's timer table is full.
+ */
 #define SPOT_E_CAPACITY_EXHAUSTED 16
 
-// An operating-system call failed.
+/**
+ * An operating-system call failed.
+ */
 #define SPOT_E_OS 17
 
-// A Rust panic was caught at the boundary (a bug in the library; please report it).
+/**
+ * A Rust panic was caught at the boundary (a bug in the library; please report it).
+ */
 #define SPOT_E_PANIC 18
 
-// The call does not fit the runtime's delivery mode (exchange on a callback runtime, ...).
+/**
+ * The call does not fit the runtime's delivery mode (exchange on a callback runtime, ...).
+ */
 #define SPOT_E_WRONG_DELIVERY_MODE 19
 
-#ifdef __cplusplus
-extern "C" {
-#endif // __cplusplus
-
-// Copies the calling thread's last error message into `buf` (capacity `len` bytes,
-// always NUL-terminated when `len > 0`, truncated if needed) and returns the full length
-// of the message in bytes, excluding the NUL; 0 when no call on this thread has failed.
-//
-// Infallible. `buf` may be NULL when `len` is 0 (to ask for the length). The message is
-// that of the most recent failed `spot_*` call on the calling thread; successful calls do
-// not clear it. Thread-safe (the message is per thread).
+/**
+ * Copies the calling thread's last error message into `buf` (capacity `len` bytes,
+ * always NUL-terminated when `len > 0`, truncated if needed) and returns the full length
+ * of the message in bytes, excluding the NUL; 0 when no call on this thread has failed.
+ *
+ * Infallible. `buf` may be NULL when `len` is 0 (to ask for the length). The message is
+ * that of the most recent failed `spot_*` call on the calling thread; successful calls do
+ * not clear it. Thread-safe (the message is per thread).
+ */
 size_t spot_last_error(char *buf, size_t len);
 
-// Submits `n_completions` completions, then waits up to `timeout_ns` (-1 = forever,
-// 0 = don't wait) for records and copies up to `capacity` of them into `out`, writing
-// their number to `*out_count` (0 on timeout). One call = one crossing: everything ready
-// is returned at once, up to `capacity`.
-//
-// All completions are checked first: an unknown outcome (SPOT_E_UNKNOWN_ENUM) or a token
-// that matches no outstanding record (SPOT_E_INVALID_COMPLETION) rejects the whole call
-// and nothing is applied. Records that went stale while they waited are completed as
-// not started inside the call and not returned. On the manual clock the call waits until
-// the scheduler applied the completions, so ticks they made due are in the result.
-//
-// `completions` may be NULL when `n_completions` is 0. `out` is written only on success
-// (only its first `*out_count` entries). Records stay valid until the runtime is freed.
-// Exchange-delivery runtimes only. Thread-safe (several threads may exchange at once;
-// each record goes to exactly one of them).
-// Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT, SPOT_E_INVALID_ARGUMENT
-// (capacity 0), SPOT_E_UNKNOWN_ENUM, SPOT_E_INVALID_COMPLETION,
-// SPOT_E_WRONG_DELIVERY_MODE, SPOT_E_CLOSED.
+/**
+ * Submits `n_completions` completions, then waits up to `timeout_ns` (-1 = forever,
+ * 0 = don't wait) for records and copies up to `capacity` of them into `out`, writing
+ * their number to `*out_count` (0 on timeout). One call = one crossing: everything ready
+ * is returned at once, up to `capacity`.
+ *
+ * Completions are applied on the calling thread, each on its own: a tick a completion
+ * makes due at once (a backlog, a freed gate) is in this call's result. A completion that
+ * is malformed (SPOT_E_UNKNOWN_ENUM, SPOT_E_INVALID_ARGUMENT) or whose token matches no
+ * outstanding record (SPOT_E_INVALID_COMPLETION: never handed out, already completed —
+ * also the same token twice in one call) is skipped and counted; the others are applied,
+ * and the call then returns that first failure without receiving any record (call again
+ * to receive). Records whose generation ended while they waited are not returned.
+ *
+ * `completions` may be NULL when `n_completions` is 0. `out` is written only on success
+ * (only its first `*out_count` entries). Records stay valid until the runtime is freed.
+ * Exchange-delivery runtimes only. Thread-safe (several threads may exchange at once;
+ * each record goes to exactly one of them).
+ * Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT, SPOT_E_INVALID_ARGUMENT
+ * (capacity 0), SPOT_E_UNKNOWN_ENUM, SPOT_E_INVALID_COMPLETION,
+ * SPOT_E_WRONG_DELIVERY_MODE, SPOT_E_CLOSED.
+ */
 spot_status spot_exchange(uint64_t rt,
                           const struct spot_completion *completions,
                           size_t n_completions,
@@ -415,175 +654,212 @@ spot_status spot_exchange(uint64_t rt,
                           int64_t timeout_ns,
                           size_t *out_count);
 
-// Submits completions without receiving records (a batch-callback host completing
-// later, or an exchange host completing from worker threads). Checked like
-// `spot_exchange`: one bad completion rejects the call and nothing is applied.
-// `completions` may be NULL when `n` is 0.
-//
-// Thread-safe; may be called from inside the batch callback.
-// Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT, SPOT_E_UNKNOWN_ENUM,
-// SPOT_E_INVALID_COMPLETION, SPOT_E_CLOSED.
+/**
+ * Submits completions without receiving records (a batch-callback host completing
+ * later, or an exchange host completing from worker threads). Checked like
+ * `spot_exchange`: each completion stands alone; the first failure is returned after
+ * the valid ones were applied. `completions` may be NULL when `n` is 0.
+ *
+ * Thread-safe; may be called from inside the batch callback.
+ * Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT, SPOT_E_UNKNOWN_ENUM,
+ * SPOT_E_INVALID_COMPLETION, SPOT_E_CLOSED.
+ */
 spot_status spot_complete(uint64_t rt, const struct spot_completion *completions, size_t n);
 
-// Right before starting a TICK record's handler: re-checks that its generation is
-// current, not cancelled, and its owner authority valid (lease running, epoch current).
-// SPOT_OK: start the handler (this thread is marked as running it until it completes
-// the record, so a blocking self-cancel returns SPOT_E_WOULD_DEADLOCK instead of
-// waiting for itself). SPOT_E_STALE_TIMER: do not start it; complete it with
-// SPOT_OUTCOME_NOT_STARTED. The cheaper check without a call is
-// `atomic load(*rec->live_word) == rec->live_value` (generation and cancel only).
-//
-// Thread-safe. Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT,
-// SPOT_E_INVALID_ARGUMENT (not a TICK record), SPOT_E_STALE_TIMER.
+/**
+ * Right before starting a TICK record's handler: checks that its generation is current
+ * and not cancelled and its owner's lease running, and claims the start (a record starts
+ * at most once). SPOT_OK: start the handler (this thread is marked as running it until
+ * it completes the record, so a blocking self-cancel returns SPOT_E_WOULD_DEADLOCK
+ * instead of waiting for itself). SPOT_E_STALE_TIMER: do not start it (stale, its lease
+ * over, already started or completed); complete it with SPOT_OUTCOME_NOT_STARTED unless
+ * it was already completed. The same check without a call is described at `spot_record`.
+ *
+ * Thread-safe. Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT,
+ * SPOT_E_INVALID_ARGUMENT (not a TICK record, a reserved field set), SPOT_E_STALE_TIMER.
+ */
 spot_status spot_record_begin(uint64_t rt, const struct spot_record *rec);
 
-// Writes a file descriptor to `*out_fd` that is readable while records wait for
-// `spot_exchange` (for poll/epoll/select event loops). The runtime owns it: do not close
-// or read it; it stays valid until the runtime is freed. Exchange-delivery runtimes only.
-//
-// Thread-safe. Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT,
-// SPOT_E_WRONG_DELIVERY_MODE, SPOT_E_OS, SPOT_E_CLOSED.
+/**
+ * Writes a file descriptor to `*out_fd` that is readable while records wait for
+ * `spot_exchange` (for poll/epoll/select event loops). The runtime owns it: do not close
+ * or read it; it stays valid until the runtime is freed. Exchange-delivery runtimes only.
+ *
+ * Thread-safe. Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT,
+ * SPOT_E_WRONG_DELIVERY_MODE, SPOT_E_OS, SPOT_E_CLOSED.
+ */
 spot_status spot_wakeup_fd(uint64_t rt, int32_t *out_fd);
 
-// Starts a new authority of owner `owner_id` and writes its epoch to `*out_epoch`. Any
-// older authority of the id is revoked: its timers end with SPOT_END_REVOKED.
-//
-// `lease_ns`: lease length on the runtime's clock (0 = no lease, never expires); renew
-// it with `spot_owner_renew` before it runs out. `gate`: SPOT_GATE_*.
-//
-// Thread-safe. Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT,
-// SPOT_E_UNKNOWN_ENUM, SPOT_E_CLOSED.
+/**
+ * Starts a new authority of owner `owner_id` and writes its epoch to `*out_epoch`. Any
+ * older authority of the id is revoked: its timers end with SPOT_END_REVOKED.
+ *
+ * `lease_ns`: lease length on the runtime's clock (0 = no lease, never expires); renew
+ * it with `spot_owner_renew` before it runs out. `gate`: SPOT_GATE_*.
+ *
+ * Thread-safe. Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT,
+ * SPOT_E_UNKNOWN_ENUM, SPOT_E_CLOSED.
+ */
 spot_status spot_owner_acquire(uint64_t rt,
                                uint64_t owner_id,
                                uint64_t lease_ns,
                                uint32_t gate,
                                uint64_t *out_epoch);
 
-// Extends the lease of authority (`owner_id`, `epoch`) to now + `lease_ns` (0 = no
-// deadline any more). Fails once the lease has expired: the authority is over.
-//
-// Thread-safe. Errors: SPOT_E_INVALID_HANDLE, SPOT_E_UNKNOWN_OWNER, SPOT_E_REVOKED,
-// SPOT_E_LEASE_EXPIRED, SPOT_E_CLOSED.
+/**
+ * Extends the lease of authority (`owner_id`, `epoch`) to now + `lease_ns` (0 = no
+ * deadline any more). Fails once the lease has expired: the authority is over.
+ *
+ * Thread-safe. Errors: SPOT_E_INVALID_HANDLE, SPOT_E_UNKNOWN_OWNER, SPOT_E_REVOKED,
+ * SPOT_E_LEASE_EXPIRED, SPOT_E_CLOSED.
+ */
 spot_status spot_owner_renew(uint64_t rt, uint64_t owner_id, uint64_t epoch, uint64_t lease_ns);
 
-// Ends authority (`owner_id`, `epoch`): its timers end with SPOT_END_REVOKED and none of
-// their pending ticks run.
-//
-// Thread-safe. Errors: SPOT_E_INVALID_HANDLE, SPOT_E_UNKNOWN_OWNER, SPOT_E_REVOKED
-// (already revoked or superseded), SPOT_E_CLOSED.
+/**
+ * Ends authority (`owner_id`, `epoch`): its timers end with SPOT_END_REVOKED and none of
+ * their pending ticks run.
+ *
+ * Thread-safe. Errors: SPOT_E_INVALID_HANDLE, SPOT_E_UNKNOWN_OWNER, SPOT_E_REVOKED
+ * (already revoked or superseded), SPOT_E_CLOSED.
+ */
 spot_status spot_owner_revoke(uint64_t rt, uint64_t owner_id, uint64_t epoch);
 
-// Ends authority (`owner_id`, `epoch`) like spot_owner_revoke and lets the runtime forget
-// the owner: once its timers have ended (each with SPOT_END_REVOKED; a callback already
-// started runs to its end first), the runtime frees everything it kept for the owner and
-// `spot_stats().owners` drops. Use it when an owner goes away for good (an actor stops, a
-// session closes); without it every owner id ever acquired stays known to the runtime.
-// Acquiring `owner_id` again later starts a new owner whose epochs are above every epoch
-// of the released one, so an (owner_id, epoch) kept from before never matches it.
-//
-// After the call the id is unknown to this runtime until acquired again: a second
-// release, or a renew, revoke or registration with the released authority, gives
-// SPOT_E_UNKNOWN_OWNER.
-//
-// Thread-safe. Errors: SPOT_E_INVALID_HANDLE, SPOT_E_UNKNOWN_OWNER (never acquired, or
-// released), SPOT_E_REVOKED (`epoch` is not the current authority: revoked or
-// superseded), SPOT_E_CLOSED.
+/**
+ * Ends authority (`owner_id`, `epoch`) like spot_owner_revoke and lets the runtime forget
+ * the owner: once its timers have ended (each with SPOT_END_REVOKED; a callback already
+ * started runs to its end first), the runtime frees everything it kept for the owner and
+ * `spot_stats().owners` drops. Use it when an owner goes away for good (an actor stops, a
+ * session closes); without it every owner id ever acquired stays known to the runtime.
+ * Acquiring `owner_id` again later starts a new owner whose epochs are above every epoch
+ * of the released one, so an (owner_id, epoch) kept from before never matches it.
+ *
+ * After the call the id is unknown to this runtime until acquired again: a second
+ * release, or a renew, revoke or registration with the released authority, gives
+ * SPOT_E_UNKNOWN_OWNER.
+ *
+ * Thread-safe. Errors: SPOT_E_INVALID_HANDLE, SPOT_E_UNKNOWN_OWNER (never acquired, or
+ * released), SPOT_E_REVOKED (`epoch` is not the current authority: revoked or
+ * superseded), SPOT_E_CLOSED.
+ */
 spot_status spot_owner_release(uint64_t rt, uint64_t owner_id, uint64_t epoch);
 
-// Takes owner `owner_id`'s execution gate for the host's own work, waiting up to
-// `timeout_ns` (-1 = forever, 0 = try once). While the host holds it none of the
-// owner's timer callbacks start; due ticks wait and run after `spot_owner_gate_leave`.
-//
-// Thread-safe. From inside the batch callback it never waits (the gate may be held by a
-// record of the running batch): SPOT_E_WOULD_DEADLOCK when the gate is not free.
-// Errors: SPOT_E_INVALID_HANDLE, SPOT_E_UNKNOWN_OWNER, SPOT_E_INVALID_ARGUMENT,
-// SPOT_E_TIMEOUT, SPOT_E_WOULD_DEADLOCK, SPOT_E_CLOSED (the runtime was freed while
-// waiting: a free wakes every waiter).
+/**
+ * Takes owner `owner_id`'s execution gate for the host's own work, waiting up to
+ * `timeout_ns` (-1 = forever, 0 = try once). While the host holds it none of the
+ * owner's timer callbacks start; due ticks wait and run after `spot_owner_gate_leave`.
+ *
+ * Thread-safe. From inside the batch callback it never waits (the gate may be held by a
+ * record of the running batch): SPOT_E_WOULD_DEADLOCK when the gate is not free.
+ * Errors: SPOT_E_INVALID_HANDLE, SPOT_E_UNKNOWN_OWNER, SPOT_E_INVALID_ARGUMENT,
+ * SPOT_E_TIMEOUT, SPOT_E_WOULD_DEADLOCK, SPOT_E_CLOSED (the runtime was freed while
+ * waiting: a free wakes every waiter).
+ */
 spot_status spot_owner_gate_enter(uint64_t rt, uint64_t owner_id, int64_t timeout_ns);
 
-// Releases the gate taken with `spot_owner_gate_enter`; waiting ticks run.
-//
-// Thread-safe. Errors: SPOT_E_INVALID_HANDLE, SPOT_E_UNKNOWN_OWNER,
-// SPOT_E_INVALID_ARGUMENT (the host does not hold the gate), SPOT_E_CLOSED.
+/**
+ * Releases the gate taken with `spot_owner_gate_enter`; waiting ticks run.
+ *
+ * Thread-safe. Errors: SPOT_E_INVALID_HANDLE, SPOT_E_UNKNOWN_OWNER,
+ * SPOT_E_INVALID_ARGUMENT (the host does not hold the gate), SPOT_E_CLOSED.
+ */
 spot_status spot_owner_gate_leave(uint64_t rt, uint64_t owner_id);
 
-// The ABI version of the library: `(major << 16) | minor`; this header is
-// `SPOT_ABI_VERSION` (1.1). A host built against major M works with a library of the
-// same major M and a minor >= its own.
-//
-// Infallible. Thread-safe.
+/**
+ * The ABI version of the library: `(major << 16) | minor`; this header is
+ * `SPOT_ABI_VERSION` (2.0). A host built against major M works with a library of the
+ * same major M and a minor >= its own.
+ *
+ * Infallible. Thread-safe.
+ */
 uint32_t spot_abi_version(void);
 
-// Creates a runtime with its scheduler thread and writes its handle to `*out_rt`.
-//
-// `cfg` is read during the call only. With `SPOT_DELIVERY_CALLBACK`, the runtime keeps
-// `callback_env` and calls `callback` on its scheduler thread once per batch, and calls
-// `callback_finalizer` (if not NULL) exactly once when the runtime is freed; when this
-// function fails, neither is ever called and the caller still owns `callback_env`.
-//
-// Ownership: the caller owns the returned handle and must free it with
-// `spot_runtime_free`. Thread-safe.
-//
-// Errors: SPOT_E_NULL_ARGUMENT, SPOT_E_BAD_STRUCT_SIZE, SPOT_E_UNKNOWN_ENUM,
-// SPOT_E_INVALID_ARGUMENT (reserved field set, callback missing or given with exchange
-// delivery), SPOT_E_OS.
+/**
+ * Creates a runtime with its scheduler thread and writes its handle to `*out_rt`.
+ *
+ * `cfg` is read during the call only. With `SPOT_DELIVERY_CALLBACK`, the runtime keeps
+ * `callback_env` and calls `callback` on its scheduler thread once per batch, and calls
+ * `callback_finalizer` (if not NULL) exactly once when the runtime is freed; when this
+ * function fails, neither is ever called and the caller still owns `callback_env`.
+ *
+ * Ownership: the caller owns the returned handle and must free it with
+ * `spot_runtime_free`. Thread-safe.
+ *
+ * Errors: SPOT_E_NULL_ARGUMENT, SPOT_E_BAD_STRUCT_SIZE, SPOT_E_UNKNOWN_ENUM,
+ * SPOT_E_INVALID_ARGUMENT (reserved field set, callback missing or given with exchange
+ * delivery), SPOT_E_OS.
+ */
 spot_status spot_runtime_new(const struct spot_runtime_config *cfg, uint64_t *out_rt);
 
-// Frees a runtime: every live timer ends with SPOT_END_RUNTIME_CLOSED (release hooks
-// run), threads blocked in this runtime's calls wake with SPOT_E_CLOSED, the scheduler
-// thread exits and the batch-callback finalizer runs. The handle is invalid afterwards;
-// freeing it again gives SPOT_E_INVALID_HANDLE. Records received earlier (their
-// `live_word` pointers) must not be used after this call.
-//
-// Called from inside the batch callback (or a release hook) it does not wait for the
-// scheduler thread: the runtime finishes closing, and the finalizer runs, on the
-// scheduler thread right after the callback returns.
-//
-// Ownership: consumes the handle. Thread-safe: a call racing this one on the same handle
-// either completes normally or returns SPOT_E_INVALID_HANDLE / SPOT_E_CLOSED.
+/**
+ * Frees a runtime: every live timer ends with SPOT_END_RUNTIME_CLOSED (release hooks
+ * run), threads blocked in this runtime's calls wake with SPOT_E_CLOSED, the scheduler
+ * thread exits and the batch-callback finalizer runs. The handle is invalid afterwards;
+ * freeing it again gives SPOT_E_INVALID_HANDLE. Records received earlier (their
+ * `live_word` and `lease_word` pointers) must not be used after this call.
+ *
+ * Called from inside the batch callback (or a release hook) it does not wait for the
+ * scheduler thread: the runtime finishes closing, and the finalizer runs, on the
+ * scheduler thread right after the callback returns.
+ *
+ * Ownership: consumes the handle. Thread-safe: a call racing this one on the same handle
+ * either completes normally or returns SPOT_E_INVALID_HANDLE / SPOT_E_CLOSED.
+ */
 spot_status spot_runtime_free(uint64_t rt);
 
-// Manual clock only: moves the clock forward by `ns` and returns once the scheduler fired
-// everything that became due (the records are ready for `spot_exchange` or have been
-// handed to the batch callback).
-//
-// Thread-safe. From inside the batch callback: SPOT_E_WOULD_DEADLOCK.
-// Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NOT_MANUAL_CLOCK, SPOT_E_CLOSED,
-// SPOT_E_WOULD_DEADLOCK.
+/**
+ * Manual clock only: moves the clock forward by `ns` and returns once the scheduler fired
+ * everything that became due (the records are ready for `spot_exchange` or have been
+ * handed to the batch callback).
+ *
+ * Thread-safe. From inside the batch callback: SPOT_E_WOULD_DEADLOCK.
+ * Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NOT_MANUAL_CLOCK, SPOT_E_CLOSED,
+ * SPOT_E_WOULD_DEADLOCK.
+ */
 spot_status spot_advance(uint64_t rt, uint64_t ns);
 
-// Writes the runtime's current time (nanoseconds on its clock) to `*out_ns`.
-//
-// Thread-safe. Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT.
+/**
+ * Writes the runtime's current time (nanoseconds on its clock) to `*out_ns`: on the real
+ * clock, `CLOCK_BOOTTIME`; read it once per batch for the call-free start check (see
+ * `spot_record`).
+ *
+ * Thread-safe. Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT.
+ */
 spot_status spot_now(uint64_t rt, uint64_t *out_ns);
 
-// Fills `*out` with a snapshot of the runtime's counters. Set `out->struct_size` to
-// `sizeof(spot_stats)` first; see `spot_stats`.
-//
-// Thread-safe. Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT,
-// SPOT_E_BAD_STRUCT_SIZE.
+/**
+ * Fills `*out` with a snapshot of the runtime's counters. Set `out->struct_size` to
+ * `sizeof(spot_stats)` first; see `spot_stats`.
+ *
+ * Thread-safe. Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT,
+ * SPOT_E_BAD_STRUCT_SIZE.
+ */
 spot_status spot_stats(uint64_t rt, struct spot_stats *out);
 
-// The name of a status code as a static NUL-terminated string ("SPOT_E_TIMEOUT");
-// "SPOT_E_UNKNOWN_STATUS" for a value this version does not know.
-//
-// Infallible. The string is static: never free it. Thread-safe.
+/**
+ * The name of a status code as a static NUL-terminated string ("SPOT_E_TIMEOUT");
+ * "SPOT_E_UNKNOWN_STATUS" for a value this version does not know.
+ *
+ * Infallible. The string is static: never free it. Thread-safe.
+ */
 const char *spot_status_name(spot_status status);
 
-// Registers timer `key` of authority (`owner_id`, `epoch`) and writes its handle to
-// `*out_timer`. An existing registration of the same (owner, key) is superseded: its
-// generation ends with SPOT_END_SUPERSEDED and none of its pending ticks run.
-//
-// `spec` is read during the call only. `user_data` is handed back in every record of
-// the timer; the runtime never dereferences it. `release` (may be NULL) is called
-// exactly once with `user_data` when the generation ends, on the scheduler thread (or
-// the thread freeing the runtime); it must not block for long. When this function fails,
-// `release` is never called and the caller keeps ownership of `user_data`.
-//
-// Thread-safe; may be called from inside the batch callback.
-// Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT, SPOT_E_BAD_STRUCT_SIZE,
-// SPOT_E_UNKNOWN_ENUM, SPOT_E_INVALID_ARGUMENT, SPOT_E_UNKNOWN_OWNER, SPOT_E_REVOKED,
-// SPOT_E_LEASE_EXPIRED, SPOT_E_CAPACITY_EXHAUSTED, SPOT_E_CLOSED.
+/**
+ * Registers timer `key` of authority (`owner_id`, `epoch`) and writes its handle to
+ * `*out_timer`. An existing registration of the same (owner, key) is superseded: its
+ * generation ends with SPOT_END_SUPERSEDED and none of its pending ticks run; if its
+ * callback is running, the new generation's first callback waits for it to end.
+ *
+ * `spec` is read during the call only. `user_data` is handed back in every record of
+ * the timer; the runtime never dereferences it. `release` (may be NULL) is called
+ * exactly once with `user_data` when the generation ends, on the thread that ends it
+ * (see `spot_release_fn`); it must not block for long. When this function fails,
+ * `release` is never called and the caller keeps ownership of `user_data`.
+ *
+ * Thread-safe; may be called from inside the batch callback.
+ * Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT, SPOT_E_BAD_STRUCT_SIZE,
+ * SPOT_E_UNKNOWN_ENUM, SPOT_E_INVALID_ARGUMENT, SPOT_E_UNKNOWN_OWNER, SPOT_E_REVOKED,
+ * SPOT_E_LEASE_EXPIRED, SPOT_E_CAPACITY_EXHAUSTED, SPOT_E_CLOSED.
+ */
 spot_status spot_timer_register(uint64_t rt,
                                 uint64_t owner_id,
                                 uint64_t epoch,
@@ -593,55 +869,64 @@ spot_status spot_timer_register(uint64_t rt,
                                 spot_release_fn release,
                                 struct spot_timer *out_timer);
 
-// Cancels timer generation `t` and waits up to `timeout_ns` (-1 = forever, 0 = don't
-// wait) for its terminal result. From the moment of the call no new callback of `t`
-// starts; a callback already started runs to its end and the release hook runs before
-// the result is published.
-//
-// Returns SPOT_OK and writes the end reason (SPOT_END_*) to `*out_end_reason` (may be
-// NULL), or SPOT_E_CLEANUP_FAILED (the release hook failed; every canceller sees it;
-// the message is in spot_last_error). SPOT_E_TIMEOUT: not ended yet (the cancel goes
-// on; call again to wait more). SPOT_E_WOULD_DEADLOCK: called from inside `t`'s own
-// callback (after spot_record_begin) or from the batch callback while `t` has not ended
-// yet: the cancel goes on and completes after the callback; use spot_timer_cancel_async
-// to observe it. A generation that already ended gives its recorded result again (until
-// its slot is reused); an unknown one gives SPOT_E_STALE_TIMER.
-//
-// Exchange delivery: a TICK record of `t` that the scheduler published but no
-// `spot_exchange` call has received yet is taken back (it ends as not started), so a
-// host's only exchanging thread may wait here without deadlock.
-//
-// Thread-safe; concurrent cancels of one generation all see the same result.
-// Errors: also SPOT_E_INVALID_HANDLE, SPOT_E_INVALID_ARGUMENT, SPOT_E_CLOSED.
+/**
+ * Cancels timer generation `t` and waits up to `timeout_ns` (-1 = forever, 0 = don't
+ * wait) for its terminal result. From the moment of the call no new callback of `t`
+ * starts; a callback already started runs to its end and the release hook runs before
+ * the result is published.
+ *
+ * A timer whose record no host holds ends within this call, on the calling thread (its
+ * release hook runs here): no wait, no round trip to the scheduler. A record published
+ * but not yet received by any `spot_exchange` is taken back (it ends as not started).
+ * Only a record a host has received is waited for.
+ *
+ * Returns SPOT_OK and writes the end reason (SPOT_END_*) to `*out_end_reason` (may be
+ * NULL), or SPOT_E_CLEANUP_FAILED (the release hook failed; every canceller sees it;
+ * the message is in spot_last_error). SPOT_E_TIMEOUT: not ended yet (the cancel goes
+ * on; call again to wait more). SPOT_E_WOULD_DEADLOCK: called from inside `t`'s own
+ * callback (after spot_record_begin) or from the batch callback while `t` has not ended
+ * yet: the cancel goes on and completes after the callback; use spot_timer_cancel_async
+ * to observe it. A generation that already ended gives its recorded result again, also a
+ * superseded one (SPOT_END_SUPERSEDED), until its slot is reused; after that, and for a
+ * handle that was never valid, SPOT_E_STALE_TIMER.
+ *
+ * Thread-safe; concurrent cancels of one generation all see the same result.
+ * Errors: also SPOT_E_INVALID_HANDLE, SPOT_E_INVALID_ARGUMENT, SPOT_E_CLOSED.
+ */
 spot_status spot_timer_cancel(uint64_t rt,
                               struct spot_timer t,
                               int64_t timeout_ns,
                               uint32_t *out_end_reason);
 
-// Cancels timer generation `t` without waiting. If the generation already ended,
-// writes 1 to `*out_done` and its end reason to `*out_end_reason` (may be NULL);
-// otherwise writes 0 to `*out_done`, and a SPOT_RECORD_CANCEL_DONE record carrying `tag`
-// and the terminal result arrives in a later batch. SPOT_E_CLEANUP_FAILED: the
-// generation already ended and its release hook failed (no record follows).
-//
-// Thread-safe; may be called from inside any callback.
-// Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT, SPOT_E_STALE_TIMER,
-// SPOT_E_CLEANUP_FAILED, SPOT_E_CLOSED.
+/**
+ * Cancels timer generation `t` without waiting. If the generation has ended — as it has
+ * on return for a timer whose record no host holds — writes 1 to `*out_done` and its end
+ * reason to `*out_end_reason` (may be NULL); otherwise writes 0 to `*out_done`, and a
+ * SPOT_RECORD_CANCEL_DONE record carrying `tag` and the terminal result arrives in a
+ * later batch. SPOT_E_CLEANUP_FAILED: the generation ended and its release hook failed
+ * (no record follows).
+ *
+ * Thread-safe; may be called from inside any callback.
+ * Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT, SPOT_E_INVALID_ARGUMENT,
+ * SPOT_E_STALE_TIMER, SPOT_E_CLEANUP_FAILED, SPOT_E_CLOSED.
+ */
 spot_status spot_timer_cancel_async(uint64_t rt,
                                     struct spot_timer t,
                                     uint64_t tag,
                                     uint32_t *out_done,
                                     uint32_t *out_end_reason);
 
-// Fills `*out` with the fixed-size statistics of generation `t` (also after it ended,
-// until its slot is reused). Set `out->struct_size = sizeof(spot_timer_stats)` first.
-//
-// Thread-safe. Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT,
-// SPOT_E_BAD_STRUCT_SIZE, SPOT_E_STALE_TIMER.
+/**
+ * Fills `*out` with the fixed-size statistics of generation `t` (also after it ended,
+ * until its slot is reused). Set `out->struct_size = sizeof(spot_timer_stats)` first.
+ *
+ * Thread-safe. Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT,
+ * SPOT_E_INVALID_ARGUMENT, SPOT_E_BAD_STRUCT_SIZE, SPOT_E_STALE_TIMER.
+ */
 spot_status spot_timer_stats(uint64_t rt, struct spot_timer t, struct spot_timer_stats *out);
 
 #ifdef __cplusplus
-}  // extern "C"
-#endif  // __cplusplus
+} /* extern "C" */
+#endif
 
-#endif  /* SPOT_TIMER_H */
+#endif /* SPOT_TIMER_H */

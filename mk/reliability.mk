@@ -66,7 +66,7 @@ ifeq ($(REL_NIGHTLY),yes)
 	# runtime, generations, concurrent cancels with a failing release hook.
 	MIRIFLAGS=-Zmiri-disable-isolation $(REL_T) $(REL_LIMIT) \
 	  $(CARGO) +nightly miri test -p spot-timer-core --test miri_record_lifetime --test contract \
-	  -- record_live_word contract_01 contract_03 2>&1 | tee $(REL_BUILD)/miri-runtime.log \
+	  -- record_outlives_its_runtime contract_01 contract_03 2>&1 | tee $(REL_BUILD)/miri-runtime.log \
 	  | grep -E '^test |test result'; exit $${PIPESTATUS[0]}
 	MIRIFLAGS=-Zmiri-disable-isolation $(REL_T) $(REL_LIMIT) \
 	  $(CARGO) +nightly miri test -p spot-timer-ffi --lib --test miri_boundary --test fuzz_replay 2>&1 \

@@ -86,11 +86,4 @@ impl ClockKind {
     pub fn manual() -> Self {
         ClockKind::Manual(ManualClock::new())
     }
-
-    pub(crate) fn build(&self) -> (Arc<dyn Clock>, Option<ManualClock>) {
-        match self {
-            ClockKind::Real => (Arc::new(BootClock), None),
-            ClockKind::Manual(m) => (Arc::new(m.clone()), Some(m.clone())),
-        }
-    }
 }

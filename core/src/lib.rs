@@ -5,9 +5,10 @@
 //! tick accounting (generations, overrun policies, owner leases, execution gates) and
 //! delivery of all records that became ready at one wakeup in one batch.
 //!
-//! The contract is SPEC.md (T1–T10). This crate knows nothing of C, Python or .NET; the
-//! C ABI and the bindings adapt its one delivery API: [`Runtime::exchange`] (submit
-//! completions, receive a batch) or a [`BatchHandler`] called once per batch.
+//! The contract is `docs/contract.md` in the repository (T1–T10). This crate knows nothing
+//! of C, Python or .NET; the C ABI and the bindings adapt its one delivery API:
+//! [`Runtime::exchange`] (submit completions, receive a batch) or a [`BatchHandler`]
+//! called once per batch.
 //!
 //! ```
 //! use std::time::Duration;
@@ -20,6 +21,7 @@
 //! let mut batch = Vec::new();
 //! rt.exchange(&[], &mut batch, 64, Some(Duration::ZERO)).unwrap();
 //! let rec = batch[0].as_tick().unwrap();
+//! assert!(rt.begin(rec));
 //! assert_eq!(*rec.payload(), "hello");
 //! assert_eq!(rec.tick().delivery_index, 1);
 //! let done = [rec.complete(Outcome::Ok)];
@@ -27,31 +29,54 @@
 //! rt.exchange(&done, &mut batch, 64, Some(Duration::ZERO)).unwrap();
 //! assert_eq!(timer.cancel(None), Ok(EndReason::Cancelled));
 //! ```
+//!
+//! # Layout
+//!
+//! Data structures, which never see the runtime: [`slot`](crate) (the timer table and the
+//! slot word's state machine), `queue` (the deadline wheel and heap), `owner` (owner table
+//! and gate), `cold` (rarely used per-generation state), `policy` (every scheduling rule),
+//! `chunked`, `hash`, `stats`. The runtime (`runtime/`) drives them, split by role:
+//! registration, delivery, hand-over and completion, ends, owners, the scheduler thread.
+#![warn(missing_docs)]
 
-mod cancel;
+mod chunked;
 mod clock;
-mod delivery;
+mod cold;
+mod end;
 mod error;
-mod keymap;
+mod hash;
 mod owner;
 mod policy;
 mod queue;
 mod runtime;
-mod scheduler;
+mod slot;
+mod spec;
 mod stats;
 mod sync;
-mod table;
 mod tick;
-mod timer;
 
-pub use cancel::{EndReason, EndResult};
 pub use clock::{BootClock, Clock, ClockKind, ManualClock, Nanos};
-pub use delivery::{BatchHandler, Sink};
+pub use cold::{PayloadRelease, ReleaseHook};
+pub use end::{EndReason, EndResult};
 pub use error::{Error, Result};
-pub use owner::{GateMode, OwnerId};
+pub use owner::gate::GateMode;
+pub use owner::OwnerId;
 pub use policy::OverrunPolicy;
-pub use runtime::{Owner, OwnerOptions, Runtime, RuntimeConfig};
+pub use runtime::{
+    BatchHandler, CancelTicket, Owner, OwnerOptions, Runtime, RuntimeConfig, Sink, TimerHandle,
+};
+pub use slot::MAX_TIMERS;
+pub use spec::{TimerId, TimerKey, TimerSpec, TimerStats};
 pub use stats::Stats;
-pub use table::{live_value, MAX_TIMERS};
-pub use tick::{CancelNotice, Completion, Outcome, Record, Tick, TickRecord};
-pub use timer::{CancelTicket, ReleaseHook, TimerHandle, TimerId, TimerKey, TimerSpec, TimerStats};
+pub use tick::{CancelNotice, Completion, Outcome, Record, StartCheck, Tick, TickRecord};
+
+/// A small number for the calling thread, assigned once: picks its counter stripe, its
+/// deadline-queue shard and its free-slot queue, so threads rarely share them.
+pub(crate) fn thread_index() -> usize {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static INDEX: usize = NEXT.fetch_add(1, Ordering::Relaxed);
+    }
+    INDEX.with(|i| *i)
+}

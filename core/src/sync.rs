@@ -1,8 +1,30 @@
-//! The atomics of the cross-thread protocols (slot liveness words, completion claims,
-//! owner leases and gates). Under `--cfg spot_loom` they are loom's, so the loom models in
-//! `table.rs` and `owner.rs` check the real code paths, not copies of them.
+//! The primitives of the cross-thread protocols (slot words, owner gates and leases, the
+//! owner lock). Under `--cfg spot_loom` they are loom's, so the loom models check the real
+//! transition functions, not copies of them.
 
 #[cfg(spot_loom)]
-pub(crate) use loom::sync::atomic::{AtomicU32, AtomicU64, AtomicU8};
+pub(crate) use loom::sync::atomic::{AtomicU32, AtomicU64};
 #[cfg(not(spot_loom))]
-pub(crate) use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8};
+pub(crate) use std::sync::atomic::{AtomicU32, AtomicU64};
+
+/// A mutex whose `lock` never fails (a panic while holding it cannot leave the runtime's
+/// state half-written: no code that runs under these locks calls host code).
+#[cfg(not(spot_loom))]
+pub(crate) type Mutex<T> = parking_lot::Mutex<T>;
+#[cfg(not(spot_loom))]
+pub(crate) type MutexGuard<'a, T> = parking_lot::MutexGuard<'a, T>;
+
+#[cfg(spot_loom)]
+pub(crate) struct Mutex<T>(loom::sync::Mutex<T>);
+#[cfg(spot_loom)]
+pub(crate) type MutexGuard<'a, T> = loom::sync::MutexGuard<'a, T>;
+
+#[cfg(spot_loom)]
+impl<T> Mutex<T> {
+    pub fn new(value: T) -> Self {
+        Self(loom::sync::Mutex::new(value))
+    }
+    pub fn lock(&self) -> MutexGuard<'_, T> {
+        self.0.lock().unwrap()
+    }
+}

@@ -1,10 +1,8 @@
 //! What the host sees of one callback start: tick info, records and completions.
 
-use std::sync::Arc;
-
-use crate::cancel::EndResult;
-use crate::timer::{TimerCell, TimerId, TimerKey};
-use crate::OwnerId;
+use crate::end::EndResult;
+use crate::owner::OwnerId;
+use crate::spec::{TimerId, TimerKey};
 
 /// Tick info (SPEC T4): the only timing contract the host observes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -50,44 +48,56 @@ impl Outcome {
 /// A completion: the token of a delivered record and how it ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Completion {
+    /// The record's token ([`TickRecord::token`]).
     pub token: u64,
+    /// How its callback ended.
     pub outcome: Outcome,
 }
 
 impl Completion {
+    /// A completion of the record with `token`.
     pub fn new(token: u64, outcome: Outcome) -> Self {
         Self { token, outcome }
     }
 }
 
-pub(crate) fn make_token(slot: u32, seq: u32) -> u64 {
-    (u64::from(slot) << 32) | u64::from(seq)
-}
-
-pub(crate) fn split_token(token: u64) -> (u32, u32) {
-    ((token >> 32) as u32, token as u32)
-}
-
-/// One callback start handed to the host.
+/// Everything a host needs to decide, without calling the runtime, whether a record may
+/// still start, and to claim its start: the record may start while `*word == handed`
+/// and the lease has not passed (`now < *lease_deadline` on the runtime's clock); the
+/// start is claimed by a compare-and-swap of `*word` from `handed` to `started`.
 ///
-/// Clones share the timer; completing any of them completes the record.
+/// The pointers stay valid until the runtime is dropped (C: freed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StartCheck {
+    /// The slot's word.
+    pub word: *const u64,
+    /// Its value while this record waits to start.
+    pub handed: u64,
+    /// Its value once the record has started.
+    pub started: u64,
+    /// The owner's lease deadline (nanoseconds on the runtime's clock; `u64::MAX`: none).
+    pub lease_deadline: *const u64,
+}
+
+/// One callback start handed to the host. It owns a clone of the timer's payload and
+/// refers to the timer by index and generation: holding it keeps nothing else alive.
+#[derive(Clone)]
 pub struct TickRecord<P> {
-    pub(crate) timer: Arc<TimerCell<P>>,
+    pub(crate) payload: P,
     pub(crate) tick: Tick,
     pub(crate) token: u64,
-}
-
-impl<P> Clone for TickRecord<P> {
-    fn clone(&self) -> Self {
-        Self {
-            timer: self.timer.clone(),
-            tick: self.tick,
-            token: self.token,
-        }
-    }
+    pub(crate) timer: TimerId,
+    pub(crate) owner: OwnerId,
+    pub(crate) key: TimerKey,
+    /// The runtime it belongs to (`Runtime::begin` ignores other runtimes' records).
+    pub(crate) runtime: u64,
+    pub(crate) queued: u64,
+    pub(crate) word: usize,
+    pub(crate) lease: usize,
 }
 
 impl<P> TickRecord<P> {
+    /// The tick info (SPEC T4).
     pub fn tick(&self) -> Tick {
         self.tick
     }
@@ -95,40 +105,44 @@ impl<P> TickRecord<P> {
     pub fn token(&self) -> u64 {
         self.token
     }
+    /// The generation this record belongs to.
     pub fn timer_id(&self) -> TimerId {
-        self.timer.id
+        self.timer
     }
+    /// The owner's id.
     pub fn owner_id(&self) -> OwnerId {
-        self.timer.owner.id
+        self.owner
     }
+    /// The timer's key.
     pub fn key(&self) -> TimerKey {
-        self.timer.key
+        self.key
     }
     /// The host's payload given at registration (its handler, user data, ...).
     pub fn payload(&self) -> &P {
-        &self.timer.payload
+        &self.payload
     }
     /// Completion for this record.
     pub fn complete(&self, outcome: Outcome) -> Completion {
         Completion::new(self.token, outcome)
     }
-    /// The slot's atomic liveness word and the value it holds while this record's
-    /// generation may start callbacks. A host that cannot call back cheaply (a managed
-    /// runtime) re-checks T1 by reading the word right before starting the handler.
-    pub fn live_word(&self) -> (&crate::sync::AtomicU64, u64) {
-        (
-            self.timer.live_word(),
-            crate::table::live_value(self.timer.id.generation),
-        )
+    /// The call-free start check (see [`StartCheck`]), for hosts that cannot call into the
+    /// runtime cheaply. Rust hosts use [`crate::Runtime::begin`].
+    pub fn start_check(&self) -> StartCheck {
+        StartCheck {
+            word: self.word as *const u64,
+            handed: self.queued,
+            started: crate::slot::word::started_value(self.queued),
+            lease_deadline: self.lease as *const u64,
+        }
     }
 }
 
 impl<P> std::fmt::Debug for TickRecord<P> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TickRecord")
-            .field("timer", &self.timer.id)
-            .field("owner", &self.timer.owner.id)
-            .field("key", &self.timer.key)
+            .field("timer", &self.timer)
+            .field("owner", &self.owner)
+            .field("key", &self.key)
             .field("tick", &self.tick)
             .field("token", &format_args!("{:#x}", self.token))
             .finish()
@@ -138,22 +152,29 @@ impl<P> std::fmt::Debug for TickRecord<P> {
 /// The result of a non-blocking cancel, delivered as a record (`cancel_with_notice`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CancelNotice {
+    /// The generation that ended.
     pub timer: TimerId,
+    /// Its owner's id.
     pub owner: OwnerId,
+    /// Its key.
     pub key: TimerKey,
     /// The tag the host passed when it asked for the notice.
     pub tag: u64,
+    /// Its terminal result.
     pub result: EndResult,
 }
 
 /// What a batch carries.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum Record<P> {
+    /// A callback to start.
     Tick(TickRecord<P>),
+    /// A cancel's terminal result.
     CancelDone(CancelNotice),
 }
 
 impl<P> Record<P> {
+    /// The tick record, if this is one.
     pub fn as_tick(&self) -> Option<&TickRecord<P>> {
         match self {
             Record::Tick(t) => Some(t),

@@ -104,10 +104,22 @@ fn stale_and_unknown_timer_handles_are_reported() {
         Error::StaleHandle
     );
     assert_eq!(t.cancel(Some(ms(100))), Ok(EndReason::Cancelled));
-    h.rt.sync().unwrap();
-    assert_eq!(h.rt.timer(id).unwrap_err(), Error::StaleHandle);
-    // The handle itself still reports the recorded terminal result.
+    // An ended generation is still found by id, with its result, until its slot is reused.
+    assert_eq!(
+        h.rt.timer(id).unwrap().result(),
+        Some(Ok(EndReason::Cancelled))
+    );
     assert_eq!(t.cancel(Some(ms(100))), Ok(EndReason::Cancelled));
+    // Slots rest before reuse; churn enough registrations and this one is reused.
+    for k in 0..5000 {
+        o.register(100 + k, TimerSpec::every(ms(10)), 0, None)
+            .unwrap()
+            .cancel(None)
+            .unwrap();
+    }
+    assert_eq!(h.rt.timer(id).unwrap_err(), Error::StaleHandle);
+    assert_eq!(t.cancel(Some(ms(100))), Err(Error::StaleHandle));
+    assert_eq!(t.result(), Some(Err(Error::StaleHandle)));
 
     // A handle of another runtime never matches this one.
     let other = Host::new();
@@ -131,7 +143,7 @@ fn zero_capacity_poll_is_rejected_without_losing_records() {
 }
 
 #[test]
-fn bad_completion_token_rejects_the_call_and_applies_nothing() {
+fn a_bad_completion_token_is_rejected_on_its_own() {
     let h = Host::new();
     let o = h.owner(1);
     let _t = o.register(1, TimerSpec::every(ms(10)), 0, None).unwrap();
@@ -141,20 +153,40 @@ fn bad_completion_token_rejects_the_call_and_applies_nothing() {
     let bogus = Completion::new(0xdead_beef, Outcome::Ok);
     let err =
         h.rt.exchange(
-            &[rec.complete(Outcome::Ok), bogus],
+            &[bogus, rec.complete(Outcome::Ok)],
             &mut out,
             8,
             Some(Duration::ZERO),
         )
         .unwrap_err();
     assert_eq!(err, Error::InvalidCompletion(0xdead_beef));
-    // The valid completion was not applied: it can still be submitted, exactly once.
-    h.advance(ms(10));
-    assert_eq!(h.finish(&rec, Outcome::Ok).len(), 1);
+    assert!(out.is_empty(), "a rejected call receives nothing");
+    assert_eq!(h.rt.stats().invalid_completions, 1);
+    assert_eq!(
+        h.rt.stats().completed_ok,
+        1,
+        "the valid completion was applied"
+    );
+    // Applied exactly once: the same token again is rejected, and nothing else changes.
     assert_eq!(
         h.rt.complete(&[rec.complete(Outcome::Ok)]).unwrap_err(),
         Error::InvalidCompletion(rec.token())
     );
+    // The same token twice in one call: the second is rejected.
+    h.advance(ms(10));
+    let next = h.poll().pop().unwrap();
+    assert_eq!(
+        h.rt.complete(&[next.complete(Outcome::Ok), next.complete(Outcome::Failed)])
+            .unwrap_err(),
+        Error::InvalidCompletion(next.token())
+    );
+    let s = h.rt.stats();
+    assert_eq!(
+        (s.completed_ok, s.completed_failed, s.invalid_completions),
+        (2, 0, 3)
+    );
+    // A completed record can no longer be started.
+    assert!(!h.rt.begin(&next));
 }
 
 #[test]

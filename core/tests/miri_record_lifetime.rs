@@ -1,22 +1,27 @@
-//! Lifetime of a record's liveness word (issue 7, found while writing the Miri tests).
-//!
-//! `TickRecord::live_word()` is safe and returns `&AtomicU64`. A record holds its cell but
-//! not the runtime: the words must outlive the runtime for as long as any record does. The
-//! cell therefore shares the runtime's word table (`table::WordTable`); this test keeps a
-//! record after the runtime, its owners and handles are dropped and reads the word. Under
-//! Miri (part of `make test-reliability`) a use-after-free here is reported as UB.
+//! Records outlive their runtime safely. A record owns a clone of its timer's payload and
+//! names its timer by slot and generation, so nothing it exposes to safe code points into
+//! the runtime. (`TickRecord::start_check` hands out raw pointers for hosts that cannot
+//! call in — valid until the runtime is dropped, as documented; safe Rust uses
+//! `Runtime::begin`.) Under Miri (part of `make test-reliability`) a use-after-free here
+//! is reported as UB.
 
-use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 use spot_timer_core::*;
 
 #[test]
-fn record_live_word_after_runtime_dropped() {
-    let (rt, _clock) = Runtime::<u32>::manual().unwrap();
+fn record_outlives_its_runtime() {
+    let (rt, _clock) = Runtime::<Arc<String>>::manual().unwrap();
     let owner = rt.acquire_owner(1, OwnerOptions::default()).unwrap();
+    let payload = Arc::new("user data".to_string());
     let timer = owner
-        .register(1, TimerSpec::every(Duration::from_millis(1)), 7, None)
+        .register(
+            1,
+            TimerSpec::every(Duration::from_millis(1)),
+            payload.clone(),
+            None,
+        )
         .unwrap();
     rt.advance(Duration::from_millis(1)).unwrap();
     let mut batch = Vec::new();
@@ -26,11 +31,23 @@ fn record_live_word_after_runtime_dropped() {
         Some(Record::Tick(t)) => t,
         other => panic!("expected a tick record, got {other:?}"),
     };
+    rt.close();
+    assert!(
+        !rt.begin(&record),
+        "no callback starts once the runtime closed"
+    );
+    assert_eq!(timer.result(), Some(Ok(EndReason::RuntimeClosed)));
     drop(timer);
     drop(owner);
-    drop(rt); // closes, joins the scheduler thread, frees the shared state
-              // Safe code; the word's memory was freed with the slot table.
-    let (word, live) = record.live_word();
-    let now = word.load(Ordering::Acquire);
-    assert_ne!(now, live, "the generation ended with the runtime");
+    drop(rt); // joins the scheduler thread, frees the tables
+    let copy = record.clone();
+    drop(record);
+    assert_eq!(copy.payload().as_str(), "user data");
+    assert_eq!(copy.tick().delivery_index, 1);
+    drop(copy);
+    assert_eq!(
+        Arc::strong_count(&payload),
+        1,
+        "every clone of the payload was dropped"
+    );
 }

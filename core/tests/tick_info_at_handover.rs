@@ -141,7 +141,7 @@ fn relabelled_ticks_keep_the_accounting_identity_through_cancel_and_close() {
     }
     // Cancel owner 1's running timer while the host holds the relabelled record.
     let running = ready.iter().find(|r| r.owner_id() == o.id()).unwrap();
-    let running_handle = if running.key() == skip.key() {
+    let running_handle = if Some(running.key()) == skip.key() {
         &skip
     } else {
         &catch_up

@@ -182,47 +182,68 @@ impl<T> OutSlice<T> {
 }
 
 /// Reads a versioned struct whose first field is `uint32_t struct_size`: the size must be
-/// at least this version's size and at most 4096 bytes, and bytes beyond this version's
-/// size (fields of a newer version) must be zero.
+/// this version's size, the size of an older version the library accepts (`older`; the
+/// fields it lacks read as zero), or a newer size up to 4096 bytes whose fields beyond
+/// this version's (fields of a newer version) are zero.
 ///
 /// # Safety
 /// When non-null, `p` must point to `struct_size` readable bytes.
-pub(crate) unsafe fn read_versioned<T: Copy>(p: *const T, name: &str) -> FfiResult<T> {
+pub(crate) unsafe fn read_versioned<T: Copy>(
+    p: *const T,
+    name: &str,
+    older: &[usize],
+) -> FfiResult<T> {
     check_ptr(p, name)?;
     let size = (p as *const u32).read() as usize;
     let ours = std::mem::size_of::<T>();
-    if size < ours || size > 4096 {
+    if (size < ours && !older.contains(&size)) || size > 4096 {
         return Err(Failure::new(
             SPOT_E_BAD_STRUCT_SIZE,
             format!("`{name}->struct_size` is {size}, expected {ours} (sizeof in this header)"),
         ));
     }
     let bytes = std::slice::from_raw_parts(p as *const u8, size);
-    if bytes[ours..].iter().any(|&b| b != 0) {
+    if size > ours && bytes[ours..].iter().any(|&b| b != 0) {
         return Err(Failure::new(
             SPOT_E_BAD_STRUCT_SIZE,
             format!("`{name}` sets fields this library version ({ours} bytes) does not know"),
         ));
     }
-    Ok(p.read())
+    let mut value = std::mem::MaybeUninit::<T>::zeroed();
+    std::ptr::copy_nonoverlapping(
+        p as *const u8,
+        value.as_mut_ptr() as *mut u8,
+        size.min(ours),
+    );
+    // SAFETY: every field of these structs is an integer, a pointer or an Option of a
+    // function pointer, for all of which zero is a valid value.
+    Ok(value.assume_init())
 }
 
-/// Writes a versioned output struct: checks the caller's `struct_size` (at least 8 bytes,
-/// at most 4096), copies `min(struct_size, sizeof(T))` bytes and sets `struct_size` to the
-/// number of bytes filled.
+/// Writes a versioned output struct of 8-byte fields after its 8-byte header: checks the
+/// caller's `struct_size` (at least `oldest`, the size of the first version, at most
+/// 4096), copies the whole fields that fit in `min(struct_size, sizeof(T))` bytes — never
+/// part of one — and sets `struct_size` to the number of bytes filled.
 ///
 /// # Safety
 /// When non-null, `p` must point to `struct_size` writable bytes.
-pub(crate) unsafe fn write_versioned<T: Copy>(p: *mut T, name: &str, value: T) -> FfiResult {
+pub(crate) unsafe fn write_versioned<T: Copy>(
+    p: *mut T,
+    name: &str,
+    value: T,
+    oldest: usize,
+) -> FfiResult {
     check_ptr(p, name)?;
     let size = (p as *const u32).read() as usize;
-    if !(8..=4096).contains(&size) {
+    if !(oldest..=4096).contains(&size) {
         return Err(Failure::new(
             SPOT_E_BAD_STRUCT_SIZE,
-            format!("`{name}->struct_size` is {size}: set it to sizeof the struct"),
+            format!(
+                "`{name}->struct_size` is {size}: set it to sizeof the struct (at least {oldest})"
+            ),
         ));
     }
-    let n = size.min(std::mem::size_of::<T>());
+    let n = size.min(std::mem::size_of::<T>()) / 8 * 8;
     std::ptr::copy_nonoverlapping(&value as *const T as *const u8, p as *mut u8, n);
     (p as *mut u32).write(n as u32);
     Ok(())

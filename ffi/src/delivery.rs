@@ -11,7 +11,7 @@ use spot_timer_core::{BatchHandler, Completion, Record};
 
 use crate::boundary::{arg_ref, arg_slice, boundary, Failure, FfiResult, Out, OutSlice};
 use crate::handles;
-use crate::runtime::{enter_callback, FfiRuntime, Payload};
+use crate::runtime::{enter_callback, timer_id, FfiRuntime, Payload};
 use crate::status::*;
 use crate::types::*;
 
@@ -30,15 +30,17 @@ pub(crate) fn to_c(r: &Record<Payload>) -> spot_record {
         delivery_index: 0,
         scheduled_index: 0,
         skipped_ticks: 0,
-        live_word: std::ptr::null(),
+        live_word: std::ptr::null_mut(),
         live_value: 0,
+        started_value: 0,
+        lease_word: std::ptr::null(),
         tag: 0,
     };
     match r {
         Record::Tick(t) => {
             let id = t.timer_id();
             let tick = t.tick();
-            let (word, value) = t.live_word();
+            let check = t.start_check();
             c.token = t.token();
             c.timer = spot_timer {
                 generation: id.generation,
@@ -51,8 +53,10 @@ pub(crate) fn to_c(r: &Record<Payload>) -> spot_record {
             c.delivery_index = tick.delivery_index;
             c.scheduled_index = tick.scheduled_index;
             c.skipped_ticks = tick.skipped_ticks;
-            c.live_word = word.as_ptr() as *const u64;
-            c.live_value = value;
+            c.live_word = check.word as *mut u64;
+            c.live_value = check.handed;
+            c.started_value = check.started;
+            c.lease_word = check.lease_deadline;
         }
         Record::CancelDone(n) => {
             c.kind = SPOT_RECORD_CANCEL_DONE;
@@ -73,18 +77,30 @@ pub(crate) fn to_c(r: &Record<Payload>) -> spot_record {
     c
 }
 
-fn completions_from_c(list: &[spot_completion]) -> FfiResult<Vec<Completion>> {
-    list.iter()
-        .map(|c| {
-            if c.reserved != 0 {
-                return Err(Failure::new(
-                    SPOT_E_INVALID_ARGUMENT,
-                    "`spot_completion::reserved` must be 0",
-                ));
+fn completion_from_c(c: &spot_completion) -> FfiResult<Completion> {
+    if c.reserved != 0 {
+        return Err(Failure::new(
+            SPOT_E_INVALID_ARGUMENT,
+            "`spot_completion::reserved` must be 0",
+        ));
+    }
+    Ok(Completion::new(c.token, outcome_from_u32(c.outcome)?))
+}
+
+/// Decodes completions one by one into `out`; a malformed one (unknown outcome, reserved
+/// field set) is left out and its failure returned after the rest were decoded, so it
+/// rejects only itself.
+fn completions_from_c(list: &[spot_completion], out: &mut Vec<Completion>) -> FfiResult {
+    let mut first = None;
+    for c in list {
+        match completion_from_c(c) {
+            Ok(c) => out.push(c),
+            Err(e) => {
+                first.get_or_insert(e);
             }
-            Ok(Completion::new(c.token, outcome_from_u32(c.outcome)?))
-        })
-        .collect()
+        }
+    }
+    first.map_or(Ok(()), Err)
 }
 
 fn exchange_runtime(rt: u64) -> FfiResult<Arc<FfiRuntime>> {
@@ -100,6 +116,23 @@ fn exchange_runtime(rt: u64) -> FfiResult<Arc<FfiRuntime>> {
 
 thread_local! {
     static BATCH: RefCell<Vec<Record<Payload>>> = const { RefCell::new(Vec::new()) };
+    static COMPLETIONS: RefCell<Vec<Completion>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Submits `list` through `submit` with a reused buffer; the first malformed completion's
+/// failure (after the others were applied), else `submit`'s result.
+fn submit_decoded<T>(
+    list: &[spot_completion],
+    submit: impl FnOnce(&[Completion]) -> FfiResult<T>,
+) -> FfiResult<T> {
+    let mut decoded = COMPLETIONS.with(|c| std::mem::take(&mut *c.borrow_mut()));
+    decoded.clear();
+    let malformed = completions_from_c(list, &mut decoded);
+    let r = submit(&decoded);
+    decoded.clear();
+    COMPLETIONS.with(|c| *c.borrow_mut() = decoded);
+    malformed?;
+    r
 }
 
 /// Submits `n_completions` completions, then waits up to `timeout_ns` (-1 = forever,
@@ -107,11 +140,13 @@ thread_local! {
 /// their number to `*out_count` (0 on timeout). One call = one crossing: everything ready
 /// is returned at once, up to `capacity`.
 ///
-/// All completions are checked first: an unknown outcome (SPOT_E_UNKNOWN_ENUM) or a token
-/// that matches no outstanding record (SPOT_E_INVALID_COMPLETION) rejects the whole call
-/// and nothing is applied. Records that went stale while they waited are completed as
-/// not started inside the call and not returned. On the manual clock the call waits until
-/// the scheduler applied the completions, so ticks they made due are in the result.
+/// Completions are applied on the calling thread, each on its own: a tick a completion
+/// makes due at once (a backlog, a freed gate) is in this call's result. A completion that
+/// is malformed (SPOT_E_UNKNOWN_ENUM, SPOT_E_INVALID_ARGUMENT) or whose token matches no
+/// outstanding record (SPOT_E_INVALID_COMPLETION: never handed out, already completed —
+/// also the same token twice in one call) is skipped and counted; the others are applied,
+/// and the call then returns that first failure without receiving any record (call again
+/// to receive). Records whose generation ended while they waited are not returned.
 ///
 /// `completions` may be NULL when `n_completions` is 0. `out` is written only on success
 /// (only its first `*out_count` entries). Records stay valid until the runtime is freed.
@@ -135,11 +170,11 @@ pub unsafe extern "C" fn spot_exchange(
         let out = OutSlice::new(out, capacity, "out")?;
         let count = Out::new(out_count, "out_count")?;
         let timeout = timeout_from_i64(timeout_ns, "timeout_ns")?;
-        let list = completions_from_c(list)?;
         let ffi = exchange_runtime(rt)?;
+        submit_decoded(list, |list| Ok(ffi.rt.complete(list)?))?;
         let mut batch = BATCH.with(|b| std::mem::take(&mut *b.borrow_mut()));
         batch.clear();
-        let r = ffi.rt.exchange(&list, &mut batch, out.capacity(), timeout);
+        let r = ffi.rt.exchange(&[], &mut batch, out.capacity(), timeout);
         let n = r.map(|_| out.write_all(batch.iter().map(to_c)));
         batch.clear();
         BATCH.with(|b| *b.borrow_mut() = batch);
@@ -150,8 +185,8 @@ pub unsafe extern "C" fn spot_exchange(
 
 /// Submits completions without receiving records (a batch-callback host completing
 /// later, or an exchange host completing from worker threads). Checked like
-/// `spot_exchange`: one bad completion rejects the call and nothing is applied.
-/// `completions` may be NULL when `n` is 0.
+/// `spot_exchange`: each completion stands alone; the first failure is returned after
+/// the valid ones were applied. `completions` may be NULL when `n` is 0.
 ///
 /// Thread-safe; may be called from inside the batch callback.
 /// Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT, SPOT_E_UNKNOWN_ENUM,
@@ -163,23 +198,22 @@ pub unsafe extern "C" fn spot_complete(
     n: usize,
 ) -> spot_status {
     boundary("spot_complete", || {
-        let list = completions_from_c(arg_slice(completions, n, "completions")?)?;
+        let list = arg_slice(completions, n, "completions")?;
         let ffi = handles::get(rt)?;
-        ffi.rt.complete(&list)?;
-        Ok(())
+        submit_decoded(list, |list| Ok(ffi.rt.complete(list)?))
     })
 }
 
-/// Right before starting a TICK record's handler: re-checks that its generation is
-/// current, not cancelled, and its owner authority valid (lease running, epoch current).
-/// SPOT_OK: start the handler (this thread is marked as running it until it completes
-/// the record, so a blocking self-cancel returns SPOT_E_WOULD_DEADLOCK instead of
-/// waiting for itself). SPOT_E_STALE_TIMER: do not start it; complete it with
-/// SPOT_OUTCOME_NOT_STARTED. The cheaper check without a call is
-/// `atomic load(*rec->live_word) == rec->live_value` (generation and cancel only).
+/// Right before starting a TICK record's handler: checks that its generation is current
+/// and not cancelled and its owner's lease running, and claims the start (a record starts
+/// at most once). SPOT_OK: start the handler (this thread is marked as running it until
+/// it completes the record, so a blocking self-cancel returns SPOT_E_WOULD_DEADLOCK
+/// instead of waiting for itself). SPOT_E_STALE_TIMER: do not start it (stale, its lease
+/// over, already started or completed); complete it with SPOT_OUTCOME_NOT_STARTED unless
+/// it was already completed. The same check without a call is described at `spot_record`.
 ///
 /// Thread-safe. Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT,
-/// SPOT_E_INVALID_ARGUMENT (not a TICK record), SPOT_E_STALE_TIMER.
+/// SPOT_E_INVALID_ARGUMENT (not a TICK record, a reserved field set), SPOT_E_STALE_TIMER.
 #[no_mangle]
 pub unsafe extern "C" fn spot_record_begin(rt: u64, rec: *const spot_record) -> spot_status {
     boundary("spot_record_begin", || {
@@ -190,9 +224,16 @@ pub unsafe extern "C" fn spot_record_begin(rt: u64, rec: *const spot_record) -> 
                 "`rec` is not a TICK record",
             ));
         }
+        if rec.reserved != 0 {
+            return Err(Failure::new(
+                SPOT_E_INVALID_ARGUMENT,
+                "`rec->reserved` must be 0",
+            ));
+        }
+        let id = timer_id(&rec.timer)?;
         let ffi = handles::get(rt)?;
-        ffi.timer(&rec.timer)?
-            .begin()
+        ffi.rt
+            .start(id, rec.live_value)
             .map_err(|e| Failure::new(SPOT_E_STALE_TIMER, format!("do not start: {e}")))
     })
 }

@@ -35,7 +35,6 @@ pub unsafe extern "C" fn spot_owner_acquire(
         let out = Out::new(out_epoch, "out_epoch")?;
         let gate = gate_from_u32(gate)?;
         let ffi = handles::get(rt)?;
-        let mut owners = ffi.owners.write().unwrap_or_else(|e| e.into_inner());
         let owner = ffi.rt.acquire_owner(
             owner_id,
             OwnerOptions {
@@ -43,10 +42,7 @@ pub unsafe extern "C" fn spot_owner_acquire(
                 gate,
             },
         )?;
-        let epoch = owner.epoch();
-        owners.insert(owner_id, owner);
-        drop(owners);
-        out.write(epoch);
+        out.write(owner.epoch());
         Ok(())
     })
 }
@@ -65,7 +61,7 @@ pub extern "C" fn spot_owner_renew(
 ) -> spot_status {
     boundary("spot_owner_renew", || {
         let ffi = handles::get(rt)?;
-        ffi.authority(owner_id, epoch)?.renew(lease(lease_ns))?;
+        ffi.rt.authority(owner_id, epoch)?.renew(lease(lease_ns))?;
         Ok(())
     })
 }
@@ -79,7 +75,7 @@ pub extern "C" fn spot_owner_renew(
 pub extern "C" fn spot_owner_revoke(rt: u64, owner_id: u64, epoch: u64) -> spot_status {
     boundary("spot_owner_revoke", || {
         let ffi = handles::get(rt)?;
-        ffi.authority(owner_id, epoch)?.revoke()?;
+        ffi.rt.authority(owner_id, epoch)?.revoke()?;
         Ok(())
     })
 }
@@ -103,23 +99,7 @@ pub extern "C" fn spot_owner_revoke(rt: u64, owner_id: u64, epoch: u64) -> spot_
 pub extern "C" fn spot_owner_release(rt: u64, owner_id: u64, epoch: u64) -> spot_status {
     boundary("spot_owner_release", || {
         let ffi = handles::get(rt)?;
-        // Under the write lock, so a concurrent spot_owner_acquire of the id is ordered
-        // with the removal of its entry here.
-        let mut owners = ffi.owners.write().unwrap_or_else(|e| e.into_inner());
-        let owner = owners.get(&owner_id).cloned().ok_or_else(|| {
-            Failure::new(SPOT_E_UNKNOWN_OWNER, format!("unknown owner {owner_id}"))
-        })?;
-        if owner.epoch() != epoch {
-            return Err(Failure::new(
-                SPOT_E_REVOKED,
-                format!(
-                    "epoch {epoch} of owner {owner_id} is not its current authority (epoch {})",
-                    owner.epoch()
-                ),
-            ));
-        }
-        owner.release()?;
-        owners.remove(&owner_id);
+        ffi.rt.authority(owner_id, epoch)?.release()?;
         Ok(())
     })
 }
@@ -138,7 +118,7 @@ pub extern "C" fn spot_owner_gate_enter(rt: u64, owner_id: u64, timeout_ns: i64)
     boundary("spot_owner_gate_enter", || {
         let timeout = timeout_from_i64(timeout_ns, "timeout_ns")?;
         let ffi = handles::get(rt)?;
-        let owner = ffi.owner(owner_id)?;
+        let owner = ffi.rt.known_owner(owner_id)?;
         if in_callback_of(rt) {
             if owner.try_enter_gate() {
                 return Ok(());
@@ -172,7 +152,7 @@ pub extern "C" fn spot_owner_gate_enter(rt: u64, owner_id: u64, timeout_ns: i64)
 pub extern "C" fn spot_owner_gate_leave(rt: u64, owner_id: u64) -> spot_status {
     boundary("spot_owner_gate_leave", || {
         let ffi = handles::get(rt)?;
-        ffi.owner(owner_id)?.leave_gate()?;
+        ffi.rt.known_owner(owner_id)?.leave_gate()?;
         Ok(())
     })
 }

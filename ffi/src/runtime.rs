@@ -1,13 +1,14 @@
-//! The runtime behind a handle: the core runtime plus the handle bookkeeping of the ABI
-//! (owner authorities by id, timer handles by slot), and the runtime-level exports.
+//! The runtime behind a handle and the runtime-level exports. The C ABI keeps no tables
+//! of its own: timers are checked against the core's slot words, owners are resolved by
+//! their epoch.
 
 use std::cell::Cell;
-use std::collections::HashMap;
+use std::ffi::{c_char, c_void, CStr};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 
-use spot_timer_core::{ClockKind, Owner, Runtime, RuntimeConfig, Sink, TimerHandle, TimerId};
+use spot_timer_core::{ClockKind, Runtime, RuntimeConfig, Sink, TimerId};
 
 use crate::boundary::{boundary, read_versioned, write_versioned, Failure, FfiResult, Out};
 use crate::delivery::CallbackHandler;
@@ -15,87 +16,74 @@ use crate::handles;
 use crate::status::*;
 use crate::types::*;
 
-/// What the core carries for every timer of a C runtime: the host's user data pointer.
+/// What the core carries for every timer of a C runtime: the host's user data and its
+/// release function (called by the runtime-wide release, `release_payload`).
+#[derive(Clone, Copy)]
 pub(crate) struct Payload {
     pub user_data: usize,
+    pub release: spot_release_fn,
 }
 
-const TIMER_SHARDS: usize = 64;
+const RELEASE_MSG_LEN: usize = 256;
 
-/// A C runtime: the core runtime and the tables that turn ABI integers into core objects.
+/// Runs a payload's C release function (if any) when its generation ends.
+fn release_payload(p: &Payload) -> Result<(), String> {
+    let Some(f) = p.release else {
+        return Ok(());
+    };
+    let mut msg = [0 as c_char; RELEASE_MSG_LEN];
+    // SAFETY: the host's hook, called once with its own user data and a writable buffer
+    // of RELEASE_MSG_LEN bytes.
+    let rc = unsafe {
+        f(
+            p.user_data as *mut c_void,
+            msg.as_mut_ptr(),
+            RELEASE_MSG_LEN,
+        )
+    };
+    if rc == 0 {
+        return Ok(());
+    }
+    msg[RELEASE_MSG_LEN - 1] = 0;
+    // SAFETY: NUL-terminated within the buffer (forced above).
+    let text = unsafe { CStr::from_ptr(msg.as_ptr()) }
+        .to_string_lossy()
+        .into_owned();
+    Err(if text.is_empty() {
+        format!("release hook returned {rc}")
+    } else {
+        text
+    })
+}
+
+/// A C runtime.
 pub(crate) struct FfiRuntime {
     pub rt: Runtime<Payload>,
     pub callback_mode: bool,
-    /// The latest authority of each owner id acquired through this runtime.
-    pub owners: RwLock<HashMap<u64, Owner<Payload>>>,
-    /// The newest generation registered in each slot, kept after it ended so that a
-    /// later cancel of it sees its recorded terminal result (until the slot is reused).
-    timers: Vec<Mutex<HashMap<u32, TimerHandle<Payload>>>>,
 }
 
-impl FfiRuntime {
-    pub fn owner(&self, owner_id: u64) -> FfiResult<Owner<Payload>> {
-        self.owners
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&owner_id)
-            .cloned()
-            .ok_or_else(|| Failure::new(SPOT_E_UNKNOWN_OWNER, format!("unknown owner {owner_id}")))
+/// A C timer handle as the core's id; a non-zero reserved field is rejected.
+pub(crate) fn timer_id(t: &spot_timer) -> FfiResult<TimerId> {
+    if t.reserved != 0 {
+        return Err(Failure::new(
+            SPOT_E_INVALID_ARGUMENT,
+            "`spot_timer::reserved` must be 0",
+        ));
     }
+    Ok(TimerId {
+        slot: t.slot,
+        generation: t.generation,
+    })
+}
 
-    /// The owner's authority `epoch`, if it is the current one.
-    pub fn authority(&self, owner_id: u64, epoch: u64) -> FfiResult<Owner<Payload>> {
-        let owner = self.owner(owner_id)?;
-        if owner.epoch() != epoch {
-            return Err(Failure::new(
-                SPOT_E_REVOKED,
-                format!(
-                    "epoch {epoch} of owner {owner_id} is not its current authority (epoch {})",
-                    owner.epoch()
-                ),
-            ));
-        }
-        Ok(owner)
-    }
-
-    fn shard(&self, slot: u32) -> std::sync::MutexGuard<'_, HashMap<u32, TimerHandle<Payload>>> {
-        self.timers[slot as usize % TIMER_SHARDS]
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-    }
-
-    pub fn remember_timer(&self, handle: &TimerHandle<Payload>) {
-        let id = handle.id();
-        let mut shard = self.shard(id.slot);
-        match shard.get(&id.slot) {
-            Some(old) if old.id().generation > id.generation => {}
-            _ => {
-                shard.insert(id.slot, handle.clone());
-            }
-        }
-    }
-
-    pub fn timer(&self, t: &spot_timer) -> FfiResult<TimerHandle<Payload>> {
-        if let Some(h) = self.shard(t.slot).get(&t.slot) {
-            if h.id().generation == t.generation {
-                return Ok(h.clone());
-            }
-        }
-        self.rt
-            .timer(TimerId {
-                slot: t.slot,
-                generation: t.generation,
-            })
-            .map_err(|_| {
-                Failure::new(
-                    SPOT_E_STALE_TIMER,
-                    format!(
-                        "timer (slot {}, generation {}) names no live or recorded generation",
-                        t.slot, t.generation
-                    ),
-                )
-            })
-    }
+pub(crate) fn stale(t: &spot_timer) -> Failure {
+    Failure::new(
+        SPOT_E_STALE_TIMER,
+        format!(
+            "timer (slot {}, generation {}) names no live or recorded generation",
+            t.slot, t.generation
+        ),
+    )
 }
 
 thread_local! {
@@ -119,7 +107,7 @@ pub(crate) fn enter_callback(rt: u64) -> impl Drop {
 }
 
 /// The ABI version of the library: `(major << 16) | minor`; this header is
-/// `SPOT_ABI_VERSION` (1.1). A host built against major M works with a library of the
+/// `SPOT_ABI_VERSION` (2.0). A host built against major M works with a library of the
 /// same major M and a minor >= its own.
 ///
 /// Infallible. Thread-safe.
@@ -147,7 +135,7 @@ pub unsafe extern "C" fn spot_runtime_new(
     out_rt: *mut u64,
 ) -> spot_status {
     boundary("spot_runtime_new", || {
-        let cfg = read_versioned(cfg, "cfg")?;
+        let cfg = read_versioned(cfg, "cfg", &[RUNTIME_CONFIG_V1_SIZE])?;
         let out = Out::new(out_rt, "out_rt")?;
         let clock = clock_from_u32(cfg.clock)?;
         let delivery = delivery_from_u32(cfg.delivery)?;
@@ -191,18 +179,18 @@ pub unsafe extern "C" fn spot_runtime_new(
                 ClockChoice::Manual => ClockKind::manual(),
             },
             sink,
-            ..RuntimeConfig::default()
+            resolution: match cfg.resolution_ns {
+                0 => RuntimeConfig::<Payload>::default().resolution,
+                ns => Duration::from_nanos(ns),
+            },
+            release: Some(Box::new(release_payload)),
         })?;
         let ffi = Arc::new(FfiRuntime {
             rt,
             callback_mode: delivery == DeliveryChoice::Callback,
-            owners: RwLock::new(HashMap::new()),
-            timers: (0..TIMER_SHARDS)
-                .map(|_| Mutex::new(HashMap::new()))
-                .collect(),
         });
+        let handle = handles::insert(ffi.clone()).inspect_err(|_| ffi.rt.close())?;
         armed.store(true, Ordering::Release);
-        let handle = handles::insert(ffi);
         handle_cell.store(handle, Ordering::Release);
         out.write(handle);
         Ok(())
@@ -213,7 +201,7 @@ pub unsafe extern "C" fn spot_runtime_new(
 /// run), threads blocked in this runtime's calls wake with SPOT_E_CLOSED, the scheduler
 /// thread exits and the batch-callback finalizer runs. The handle is invalid afterwards;
 /// freeing it again gives SPOT_E_INVALID_HANDLE. Records received earlier (their
-/// `live_word` pointers) must not be used after this call.
+/// `live_word` and `lease_word` pointers) must not be used after this call.
 ///
 /// Called from inside the batch callback (or a release hook) it does not wait for the
 /// scheduler thread: the runtime finishes closing, and the finalizer runs, on the
@@ -247,7 +235,9 @@ pub extern "C" fn spot_advance(rt: u64, ns: u64) -> spot_status {
     })
 }
 
-/// Writes the runtime's current time (nanoseconds on its clock) to `*out_ns`.
+/// Writes the runtime's current time (nanoseconds on its clock) to `*out_ns`: on the real
+/// clock, `CLOCK_BOOTTIME`; read it once per batch for the call-free start check (see
+/// `spot_record`).
 ///
 /// Thread-safe. Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT.
 #[no_mangle]
@@ -299,7 +289,10 @@ pub unsafe extern "C" fn spot_stats(rt: u64, out: *mut spot_stats) -> spot_statu
             gate_waits: s.gate_waits,
             ticks_due: s.ticks_due,
             ticks_discarded: s.ticks_discarded,
+            records_taken_back: s.records_taken_back,
+            records_abandoned: s.records_abandoned,
+            scheduler_wakes_by_hosts: s.scheduler_wakes_by_hosts,
         };
-        write_versioned(out, "out", v)
+        write_versioned(out, "out", v, STATS_V1_SIZE)
     })
 }

@@ -59,18 +59,23 @@ pub const SPOT_END_RUNTIME_CLOSED: u32 = 5;
 
 /// `spot_timer_spec::first_due_ns` meaning "one period after registration".
 pub const SPOT_FIRST_DUE_DEFAULT: u64 = u64::MAX;
-/// `spot_abi_version()` of this header: (major << 16) | minor. 1.1 appended `ticks_due` and
-/// `ticks_discarded` to `spot_stats` and added `spot_owner_release`.
-pub const SPOT_ABI_VERSION: u32 = (1 << 16) | 1;
+/// `spot_abi_version()` of this header: (major << 16) | minor. 2.0: records carry the
+/// start check as a compare-and-swap (`started_value`) and the owner's lease
+/// (`lease_word`); `spot_runtime_config` gained `resolution_ns`; `spot_stats` gained
+/// `records_taken_back`, `records_abandoned` and `scheduler_wakes_by_hosts`.
+#[allow(clippy::identity_op)] // spelled (major << 16) | minor, as hosts read it
+pub const SPOT_ABI_VERSION: u32 = (2 << 16) | 0;
 
 /// A timer generation: a value, copy it freely. Generations are unique in the process,
-/// so a handle of another runtime or an ended generation is rejected, never misused.
+/// so a handle of another runtime is rejected, never misused. An ended generation keeps
+/// its result until its slot is reused by a later registration (slots rest in a queue
+/// first); after that its handle gives SPOT_E_STALE_TIMER.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct spot_timer {
     pub generation: u64,
     pub slot: u32,
-    /// Always 0.
+    /// Always 0 (a handle with anything else here is rejected: SPOT_E_INVALID_ARGUMENT).
     pub reserved: u32,
 }
 
@@ -94,8 +99,11 @@ pub type spot_batch_fn = Option<
 /// batch callback returned.
 pub type spot_finalizer_fn = Option<unsafe extern "C" fn(env: *mut c_void)>;
 
-/// Releases a timer's user data once, when its generation ends (on the scheduler thread,
-/// or the thread freeing the runtime). Return 0 on success; non-zero for failure, after
+/// Releases a timer's user data once, when its generation ends, on the thread that ends
+/// it: the canceller (spot_timer_cancel of a timer whose record the host does not hold),
+/// the registering thread (superseding an idle timer), the revoking or releasing thread,
+/// the thread whose completion ends it, the scheduler thread (lease expiry) or the thread
+/// freeing the runtime. Return 0 on success; non-zero for failure, after
 /// writing a NUL-terminated message into `msg` (capacity `msg_len`, 256). A failure
 /// becomes the generation's terminal result (`SPOT_E_CLEANUP_FAILED` for every canceller).
 pub type spot_release_fn =
@@ -119,6 +127,13 @@ pub struct spot_runtime_config {
     pub callback_env: *mut c_void,
     /// May be NULL. SPOT_DELIVERY_EXCHANGE: must be NULL.
     pub callback_finalizer: spot_finalizer_fn,
+    /// Real clock: wakeup resolution in nanoseconds, rounded down to a power of two; 0 =
+    /// the default (2^19 ns = 524.288 µs). The scheduler wakes on multiples of it, so
+    /// every timer due within one step comes in one batch, at most one step late. Timers
+    /// whose period is shorter are woken for to the nanosecond (they never skip ticks
+    /// because of it). Ignored on the manual clock (exact). ABI 2.0; a 1.x-sized struct
+    /// (without it) is accepted.
+    pub resolution_ns: u64,
 }
 
 /// What to register. Versioned: set `struct_size = sizeof(spot_timer_spec)`.
@@ -139,8 +154,14 @@ pub struct spot_timer_spec {
     pub reserved: u64,
 }
 
-/// One record of a batch (exchange or batch callback). Fixed layout of ABI version 1.x;
+/// One record of a batch (exchange or batch callback). Fixed layout of ABI version 2.x;
 /// it has no size field: new fields only come with a new major ABI version.
+///
+/// The start check without a call (TICK records): right before starting the handler, read
+/// the runtime's clock once per batch (`spot_now`; on the real clock that is
+/// `CLOCK_BOOTTIME`) and start the handler only if `now < *lease_word` and an atomic
+/// compare-and-swap of `*live_word` from `live_value` to `started_value` succeeds; else
+/// complete it with SPOT_OUTCOME_NOT_STARTED. That is what `spot_record_begin` does.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct spot_record {
@@ -161,11 +182,16 @@ pub struct spot_record {
     pub delivery_index: u64,
     pub scheduled_index: u64,
     pub skipped_ticks: u64,
-    /// TICK: start the handler only if an atomic load of `*live_word` equals `live_value`
-    /// (the cheap form of `spot_record_begin`). Valid until the runtime is freed.
+    /// TICK: the timer's state word (see above). Valid until the runtime is freed.
     /// CANCEL_DONE: NULL.
-    pub live_word: *const u64,
+    pub live_word: *mut u64,
+    /// TICK: the value of `*live_word` while this record may start.
     pub live_value: u64,
+    /// TICK: the value to store in `*live_word` to claim the start.
+    pub started_value: u64,
+    /// TICK: the owner's lease deadline in nanoseconds on the runtime's clock
+    /// (`UINT64_MAX`: no lease). Valid until the runtime is freed. CANCEL_DONE: NULL.
+    pub lease_word: *const u64,
     /// CANCEL_DONE: the tag passed to `spot_timer_cancel_async`. TICK: 0.
     pub tag: u64,
 }
@@ -181,29 +207,34 @@ pub struct spot_completion {
     pub reserved: u32,
 }
 
-/// A snapshot of a runtime's counters. Set `struct_size = sizeof(spot_stats)` before the
-/// call; the library fills `min(struct_size, its size)` bytes and stores that number in
-/// `struct_size`. Fields are only ever appended: ABI 1.0 ended at `gate_waits` (200 bytes),
-/// ABI 1.1 appended `ticks_due` and `ticks_discarded` (216 bytes).
+/// A snapshot of a runtime's counters (each field a counter unless marked as a gauge). Set
+/// `struct_size = sizeof(spot_stats)` before the call; the library fills the whole fields
+/// that fit in `min(struct_size, its size)` bytes and stores that number in
+/// `struct_size`. Fields are only ever appended: 1.0 ended at `gate_waits` (200 bytes, the
+/// smallest size accepted), 1.1 appended `ticks_due` and `ticks_discarded` (216), 2.0
+/// `records_taken_back`, `records_abandoned` and `scheduler_wakes_by_hosts` (240).
 ///
 /// Tick accounting: once every generation has ended, `ticks_due == completed_ok +
 /// completed_failed + ticks_skipped + ticks_dropped_authority + ticks_discarded`.
+/// Record accounting: once every generation has ended, `records_published ==
+/// completed_ok + completed_failed + completed_deferred + not_started +
+/// records_abandoned`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct spot_stats {
     pub struct_size: u32,
     pub reserved: u32,
-    /// Scheduler threads of this runtime (1 while it runs).
+    /// Gauge: scheduler threads of this runtime (1 while it runs).
     pub scheduler_threads: u64,
-    /// OS wakeup primitives (1, plus the wakeup fd once asked for).
+    /// Gauge: OS wakeup primitives (1, plus the wakeup fd once asked for).
     pub wakeup_primitives: u64,
-    /// OS timers created for timers (always 0).
+    /// Gauge: OS timers created for timers (always 0).
     pub os_timers: u64,
-    /// Entries in the deadline queue, stale ones included.
+    /// Gauge: entries in the deadline queue, stale ones included.
     pub queue_len: u64,
-    /// Generations registered and not yet ended.
+    /// Gauge: generations registered and not yet ended.
     pub live_timers: u64,
-    /// Owners known to the runtime.
+    /// Gauge: owners known to the runtime.
     pub owners: u64,
     pub wakeups: u64,
     /// Scheduler wakeups that produced at least one record.
@@ -215,7 +246,8 @@ pub struct spot_stats {
     pub completed_ok: u64,
     pub completed_failed: u64,
     pub completed_deferred: u64,
-    /// Records not started because they were stale when handed over or started.
+    /// Records that never started: completed NOT_STARTED, or taken back because their
+    /// generation ended before a host received them.
     pub not_started: u64,
     /// Nominal ticks skipped by the overrun policy (sum of `skipped_ticks`).
     pub ticks_skipped: u64,
@@ -234,7 +266,19 @@ pub struct spot_stats {
     /// Due ticks never delivered because the generation was cancelled, superseded or the
     /// runtime closed (ABI 1.1).
     pub ticks_discarded: u64,
+    /// Records taken back before a host received them (also in `not_started`) (ABI 2.0).
+    pub records_taken_back: u64,
+    /// Records a host held when the runtime was freed (ABI 2.0).
+    pub records_abandoned: u64,
+    /// Times a registering or completing thread woke the scheduler for an earlier
+    /// deadline (ABI 2.0).
+    pub scheduler_wakes_by_hosts: u64,
 }
+
+/// The size of `spot_runtime_config` before ABI 2.0 (no `resolution_ns`).
+pub(crate) const RUNTIME_CONFIG_V1_SIZE: usize = 16 + 3 * std::mem::size_of::<usize>();
+/// The smallest `spot_stats` accepted (ABI 1.0).
+pub(crate) const STATS_V1_SIZE: usize = 200;
 
 /// Fixed-size statistics of one generation. Versioned like `spot_stats`.
 #[repr(C)]
@@ -251,13 +295,13 @@ pub struct spot_timer_stats {
 const _: () = {
     use std::mem::size_of;
     assert!(size_of::<spot_timer>() == 16);
-    assert!(size_of::<spot_runtime_config>() == 16 + 3 * size_of::<usize>());
+    assert!(size_of::<spot_runtime_config>() == 24 + 3 * size_of::<usize>());
     assert!(size_of::<spot_timer_spec>() == 40);
     assert!(size_of::<spot_completion>() == 16);
-    assert!(size_of::<spot_stats>() == 8 + 26 * 8);
+    assert!(size_of::<spot_stats>() == 8 + 29 * 8);
     assert!(size_of::<spot_timer_stats>() == 40);
     #[cfg(target_pointer_width = "64")]
-    assert!(size_of::<spot_record>() == 112 && size_of::<spot_runtime_config>() == 40);
+    assert!(size_of::<spot_record>() == 128 && size_of::<spot_runtime_config>() == 48);
 };
 
 fn unknown(what: &str, v: u32) -> Failure {

@@ -46,6 +46,7 @@ fn runtime_new_rejects_bad_configs_without_starting() {
         callback: None,
         callback_env: ptr::null_mut(),
         callback_finalizer: None,
+        resolution_ns: 0,
     };
     assert_eq!(
         unsafe { spot_runtime_new(&good, ptr::null_mut()) },
@@ -69,6 +70,14 @@ fn runtime_new_rejects_bad_configs_without_starting() {
         (
             spot_runtime_config {
                 struct_size: 1 << 20,
+                ..good
+            },
+            SPOT_E_BAD_STRUCT_SIZE,
+        ),
+        (
+            // Below the oldest version's size (ABI 1.0: 40 bytes).
+            spot_runtime_config {
+                struct_size: 32,
                 ..good
             },
             SPOT_E_BAD_STRUCT_SIZE,

@@ -124,9 +124,18 @@ static void bad_stale_timer_handles(void) {
     /* a handle of another runtime (slot 0 exists here too, the generation does not) */
     CHECK_ST(spot_timer_cancel(rt, foreign, -1, &reason), SPOT_E_STALE_TIMER);
     CHECK_EQ_U64(reason, 99);
-    /* superseded: the old generation is gone once its slot holds the new one */
+    /* superseded: cancelling the old generation gives its terminal result */
     struct spot_timer t2 = reg(rt, 1, ep, 1, sp);
-    CHECK_ST(spot_timer_cancel(rt, t, -1, &reason), SPOT_E_STALE_TIMER);
+    CHECK_OK(spot_timer_cancel(rt, t, -1, &reason));
+    CHECK_EQ_U64(reason, SPOT_END_SUPERSEDED);
+    reason = 99;
+    CHECK_ST(spot_timer_cancel_async(rt, t, 0, &done, &reason), SPOT_OK);
+    CHECK_EQ_U64(done, 1);
+    CHECK_EQ_U64(reason, SPOT_END_SUPERSEDED);
+    /* a non-zero reserved field is rejected */
+    bogus = t2;
+    bogus.reserved = 1;
+    CHECK_ST(spot_timer_cancel(rt, bogus, -1, &reason), SPOT_E_INVALID_ARGUMENT);
     /* ended: a repeated cancel gives the recorded result */
     CHECK_OK(spot_timer_cancel(rt, t2, -1, &reason));
     CHECK_EQ_U64(reason, SPOT_END_CANCELLED);
@@ -175,18 +184,29 @@ static void bad_unknown_enum_values(void) {
     CHECK_OK(spot_advance(rt, 10 * MS));
     struct spot_record r[4];
     CHECK_EQ_U64(xchg(rt, NULL, 0, r, 4), 1);
-    /* an unknown outcome rejects the whole call: nothing is applied */
-    struct spot_completion c[2] = {{r[0].token, SPOT_OUTCOME_OK, 0}, {r[0].token, 4, 0}};
-    size_t n = 0;
+    /* a malformed completion rejects only itself: the others are applied */
+    struct spot_completion c[2] = {{r[0].token, 4, 0}, {r[0].token, SPOT_OUTCOME_OK, 0}};
+    size_t n = 77;
     CHECK_ST(spot_exchange(rt, c, 2, r + 1, 3, 0, &n), SPOT_E_UNKNOWN_ENUM);
-    CHECK_ST(spot_complete(rt, c + 1, 1), SPOT_E_UNKNOWN_ENUM);
-    c[0].reserved = 1;
-    CHECK_ST(spot_complete(rt, c, 1), SPOT_E_INVALID_ARGUMENT);
-    c[0].reserved = 0;
-    CHECK_EQ_U64(stats(rt).completed_ok, 0);
-    CHECK_OK(spot_complete(rt, c, 1)); /* the record was still outstanding */
-    CHECK_OK(spot_advance(rt, 0));
+    CHECK_EQ_U64(n, 77); /* nothing received */
     CHECK_EQ_U64(stats(rt).completed_ok, 1);
+    CHECK_ST(spot_complete(rt, c, 1), SPOT_E_UNKNOWN_ENUM);
+    c[1].reserved = 1;
+    CHECK_ST(spot_complete(rt, c + 1, 1), SPOT_E_INVALID_ARGUMENT);
+    c[1].reserved = 0;
+    /* applied once: the same token again matches no record */
+    CHECK_ST(spot_complete(rt, c + 1, 1), SPOT_E_INVALID_COMPLETION);
+    CHECK_EQ_U64(stats(rt).completed_ok, 1);
+    /* the same token twice in one call, even with conflicting outcomes: the second is
+     * rejected, and a completed record can no longer be started */
+    CHECK_OK(spot_advance(rt, 10 * MS));
+    CHECK_EQ_U64(xchg(rt, NULL, 0, r, 4), 1);
+    struct spot_completion twice[2] = {{r[0].token, SPOT_OUTCOME_OK, 0},
+                                       {r[0].token, SPOT_OUTCOME_FAILED, 0}};
+    CHECK_ST(spot_complete(rt, twice, 2), SPOT_E_INVALID_COMPLETION);
+    CHECK_EQ_U64(stats(rt).completed_ok, 2);
+    CHECK_EQ_U64(stats(rt).completed_failed, 0);
+    CHECK_ST(spot_record_begin(rt, &r[0]), SPOT_E_STALE_TIMER);
     CHECK_OK(spot_runtime_free(rt));
 }
 
@@ -196,7 +216,8 @@ static void bad_struct_sizes(void) {
         uint64_t newer_field;
     } big = {{0}, 0};
     uint64_t rt = 0;
-    uint32_t sizes[] = {0, 4, 8, (uint32_t)sizeof(struct spot_runtime_config) - 1, 100000};
+    /* below the first version's size (40), between versions, absurdly large */
+    uint32_t sizes[] = {0, 4, 8, 39, 41, (uint32_t)sizeof(struct spot_runtime_config) - 1, 100000};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         big.cfg.struct_size = sizes[i];
         CHECK_ST(spot_runtime_new(&big.cfg, &rt), SPOT_E_BAD_STRUCT_SIZE);
@@ -208,6 +229,11 @@ static void bad_struct_sizes(void) {
     CHECK_ST(spot_runtime_new(&big.cfg, &rt), SPOT_E_BAD_STRUCT_SIZE);
     big.newer_field = 0;
     CHECK_OK(spot_runtime_new(&big.cfg, &rt));
+    /* a 1.x host's config (40 bytes, no resolution_ns) is accepted */
+    big.cfg.struct_size = 40;
+    uint64_t rt1 = 0;
+    CHECK_OK(spot_runtime_new(&big.cfg, &rt1));
+    CHECK_OK(spot_runtime_free(rt1));
     big.cfg.struct_size = sizeof big.cfg;
     big.cfg.reserved = 1;
     uint64_t rt2 = 0;
@@ -236,16 +262,19 @@ static void bad_struct_sizes(void) {
     CHECK_ST(spot_timer_register(rt, 99, ep, 1, &sp, NULL, NULL, &t), SPOT_E_UNKNOWN_OWNER);
     CHECK_ST(spot_timer_register(rt, 1, ep + 1, 1, &sp, NULL, NULL, &t), SPOT_E_REVOKED);
 
-    /* output structs: too small is rejected, smaller-but-valid is filled partly */
+    /* output structs: below the first version's size (200 bytes) is rejected, whatever
+     * else is filled with the whole fields that fit, never part of one */
     struct spot_stats s;
     memset(&s, 0xab, sizeof s);
     s.struct_size = 4;
     CHECK_ST(spot_stats(rt, &s), SPOT_E_BAD_STRUCT_SIZE);
-    s.struct_size = 24; /* an "older" host knowing 2 counters */
+    s.struct_size = 24;
+    CHECK_ST(spot_stats(rt, &s), SPOT_E_BAD_STRUCT_SIZE);
+    s.struct_size = 204; /* a torn field: only the 200 bytes of whole fields are written */
     CHECK_OK(spot_stats(rt, &s));
-    CHECK_EQ_U64(s.struct_size, 24);
+    CHECK_EQ_U64(s.struct_size, 200);
     CHECK_EQ_U64(s.scheduler_threads, 1);
-    CHECK_EQ_U64(s.os_timers, 0xababababababababULL); /* beyond 24 bytes: untouched */
+    CHECK_EQ_U64(s.ticks_due, 0xababababababababULL); /* beyond 200 bytes: untouched */
     t = reg(rt, 1, ep, 1, spec_every(10 * MS, SPOT_POLICY_SKIP_LATE_TICKS, 1));
     struct spot_timer_stats ts = {0};
     CHECK_ST(spot_timer_stats(rt, t, &ts), SPOT_E_BAD_STRUCT_SIZE);
@@ -474,8 +503,8 @@ static void bad_old_stats_struct_size_filled_up_to_it(void) {
     CHECK_EQ_U64(complete_and_take(rt, &r[0], SPOT_OUTCOME_OK, r, 4), 0);
     CHECK_OK(spot_advance(rt, 10 * MS)); /* tick 4 published, never received */
     CHECK_OK(spot_timer_cancel(rt, t, -1, NULL));
-    struct spot_stats full = stats(rt); /* the 1.1 size */
-    CHECK_EQ_U64(full.struct_size, 216);
+    struct spot_stats full = stats(rt); /* the 2.0 size */
+    CHECK_EQ_U64(full.struct_size, 240);
     CHECK_EQ_U64(full.ticks_due, 4);
     CHECK_EQ_U64(full.ticks_discarded, 1);
 

@@ -44,8 +44,11 @@ static void contract_01_reregister_drops_pending_ticks(void) {
     for (size_t i = 0; i < n; i++) {
         CHECK(r[i].timer.generation == a2.generation || r[i].timer.generation == b2.generation);
         if (r[i].timer.generation == b2.generation) CHECK_EQ_U64(r[i].delivery_index, 1);
-        CHECK_OK(spot_record_begin(rt, &r[i]));
         CHECK(__atomic_load_n(r[i].live_word, __ATOMIC_ACQUIRE) == r[i].live_value);
+        CHECK_OK(spot_record_begin(rt, &r[i]));
+        /* the start is claimed: the word holds started_value, a second start fails */
+        CHECK(__atomic_load_n(r[i].live_word, __ATOMIC_ACQUIRE) == r[i].started_value);
+        CHECK_ST(spot_record_begin(rt, &r[i]), SPOT_E_STALE_TIMER);
     }
     struct spot_stats s = stats(rt);
     CHECK_EQ_U64(s.completed_ok, 1);
@@ -458,25 +461,33 @@ static void contract_t10_one_crossing_per_wakeup(void) {
 /* The layout the bindings mirror (x86_64 / any LP64 target). */
 static void abi_layout(void) {
     CHECK_EQ_U64(spot_abi_version(), SPOT_ABI_VERSION);
-    CHECK_EQ_U64(SPOT_ABI_VERSION, 0x00010001); /* 1.1: spot_stats gained two counters */
+    CHECK_EQ_U64(SPOT_ABI_VERSION, 0x00020000); /* 2.0: the start check as a CAS, leases */
     CHECK_EQ_U64(sizeof(struct spot_timer), 16);
-    CHECK_EQ_U64(sizeof(struct spot_runtime_config), 40);
+    CHECK_EQ_U64(sizeof(struct spot_runtime_config), 48);
     CHECK_EQ_U64(sizeof(struct spot_timer_spec), 40);
     CHECK_EQ_U64(sizeof(struct spot_completion), 16);
-    CHECK_EQ_U64(sizeof(struct spot_record), 112);
-    CHECK_EQ_U64(sizeof(struct spot_stats), 216);
+    CHECK_EQ_U64(sizeof(struct spot_record), 128);
+    CHECK_EQ_U64(sizeof(struct spot_stats), 240);
     CHECK_EQ_U64(sizeof(struct spot_timer_stats), 40);
     CHECK_EQ_U64(offsetof(struct spot_record, token), 16);
     CHECK_EQ_U64(offsetof(struct spot_record, timer), 24);
     CHECK_EQ_U64(offsetof(struct spot_record, user_data), 56);
     CHECK_EQ_U64(offsetof(struct spot_record, live_word), 88);
-    CHECK_EQ_U64(offsetof(struct spot_record, tag), 104);
+    CHECK_EQ_U64(offsetof(struct spot_record, live_value), 96);
+    CHECK_EQ_U64(offsetof(struct spot_record, started_value), 104);
+    CHECK_EQ_U64(offsetof(struct spot_record, lease_word), 112);
+    CHECK_EQ_U64(offsetof(struct spot_record, tag), 120);
     CHECK_EQ_U64(offsetof(struct spot_runtime_config, callback), 16);
+    CHECK_EQ_U64(offsetof(struct spot_runtime_config, resolution_ns), 40);
     CHECK_EQ_U64(offsetof(struct spot_stats, host_crossings), 8 + 9 * 8);
     CHECK_EQ_U64(offsetof(struct spot_stats, gate_waits), 192);
-    /* ABI 1.1 appended these after the 200 bytes of 1.0 */
+    /* appended after the 200 bytes of 1.0: 1.1 */
     CHECK_EQ_U64(offsetof(struct spot_stats, ticks_due), 200);
     CHECK_EQ_U64(offsetof(struct spot_stats, ticks_discarded), 208);
+    /* 2.0 */
+    CHECK_EQ_U64(offsetof(struct spot_stats, records_taken_back), 216);
+    CHECK_EQ_U64(offsetof(struct spot_stats, records_abandoned), 224);
+    CHECK_EQ_U64(offsetof(struct spot_stats, scheduler_wakes_by_hosts), 232);
 }
 
 static struct spot_timer_spec spec_once(uint64_t delay_ns) {

@@ -1,0 +1,218 @@
+//! Owners (Spots): each owner's authority (epoch), lease deadline (SPEC T6), execution gate
+//! (T9) and the table of its timers' keys, in a dense table indexed by a small integer.
+//!
+//! Entries never move (records and C hosts point at an owner's lease deadline) and are
+//! reused once an owner is forgotten. Nothing an old incarnation left behind can match a
+//! new one: every authority gets an epoch no other authority of the runtime ever had
+//! (`OwnerTable::next_epoch`), and every lease entry carries `lease_fence`, which only ever
+//! grows for an index.
+
+pub(crate) mod gate;
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::AtomicU32 as StdAtomicU32;
+use std::sync::atomic::AtomicU64 as StdAtomicU64;
+use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed};
+
+use hashbrown::HashTable;
+use parking_lot::RwLock;
+
+use crate::chunked::ChunkedArray;
+use crate::clock::Nanos;
+use crate::error::{Error, Result};
+use crate::sync::{AtomicU32, AtomicU64, Mutex};
+
+/// The host's id of an owner.
+pub type OwnerId = u64;
+
+/// Lease deadline meaning "no lease: never expires".
+pub(crate) const NO_DEADLINE: Nanos = u64::MAX;
+/// Lease deadline of an authority that is over (expired or revoked).
+pub(crate) const EXPIRED: Nanos = 0;
+
+/// Most owners a runtime can know at once (the index is 24 bits in a slot).
+pub(crate) const MAX_OWNERS: u32 = 1 << 24;
+const INDEX_BITS: u32 = 24;
+
+/// What the owner lock protects.
+#[derive(Default)]
+pub(crate) struct OwnerInner {
+    /// The slot of each key's current generation (hashed by key; the key is in the slot).
+    pub keys: HashTable<u32>,
+    /// Slots waiting for the gate (or parked after a deferral), oldest first.
+    pub waiters: VecDeque<u32>,
+    /// The host released the owner: it is forgotten once its timers have ended.
+    pub released: bool,
+    /// Generations of this owner that have not finished ending.
+    pub live: u32,
+}
+
+/// One owner. The first line is what the hot paths read; the lock guards the rest.
+#[repr(C, align(64))]
+pub(crate) struct OwnerEntry {
+    /// The current authority's epoch (see `OwnerTable::next_epoch`).
+    pub epoch: AtomicU64,
+    /// Lease deadline of that authority on the runtime's clock (`NO_DEADLINE`, `EXPIRED`).
+    pub deadline: AtomicU64,
+    /// The host's id of the owner living here.
+    pub id: StdAtomicU64,
+    /// See `gate`.
+    pub gate: AtomicU32,
+    /// Tag of this entry's lease entries in the deadline queue.
+    pub lease_fence: StdAtomicU32,
+    /// Hosts blocked in `enter_gate` (they wait on the runtime's gate condition).
+    pub host_waiters: StdAtomicU32,
+    pub inner: Mutex<OwnerInner>,
+}
+
+impl Default for OwnerEntry {
+    fn default() -> Self {
+        Self {
+            epoch: AtomicU64::new(0),
+            deadline: AtomicU64::new(EXPIRED),
+            id: StdAtomicU64::new(0),
+            gate: AtomicU32::new(0),
+            lease_fence: StdAtomicU32::new(0),
+            host_waiters: StdAtomicU32::new(0),
+            inner: Mutex::new(OwnerInner::default()),
+        }
+    }
+}
+
+impl OwnerEntry {
+    /// Is authority `epoch` current and its lease still running at `now`? The clock is
+    /// read only when the owner has a lease.
+    pub fn check(&self, epoch: u64, now: impl FnOnce() -> Nanos) -> Result<()> {
+        if self.epoch.load(Acquire) != epoch {
+            return Err(Error::Revoked);
+        }
+        let deadline = self.deadline.load(Acquire);
+        if deadline != NO_DEADLINE && deadline <= now() {
+            return Err(Error::LeaseExpired);
+        }
+        Ok(())
+    }
+
+    /// Extends the lease of authority `epoch` to `deadline`, unless it already ended. A
+    /// compare-and-swap, so a renewal racing an expiry either wins or sees the expiry.
+    /// Returns the deadline it replaced.
+    pub fn renew(&self, epoch: u64, now: Nanos, deadline: Nanos) -> Result<Nanos> {
+        let mut cur = self.deadline.load(Acquire);
+        loop {
+            if self.epoch.load(Acquire) != epoch {
+                return Err(Error::Revoked);
+            }
+            if cur <= now {
+                return Err(Error::LeaseExpired);
+            }
+            match self
+                .deadline
+                .compare_exchange(cur, deadline, AcqRel, Acquire)
+            {
+                Ok(_) => return Ok(cur),
+                Err(actual) => cur = actual,
+            }
+        }
+    }
+
+    /// Marks the lease expired if its deadline has passed at `now`. True if the authority
+    /// is over (now or before); false if it runs (or was renewed meanwhile).
+    pub fn expire_if_due(&self, now: Nanos) -> bool {
+        let mut cur = self.deadline.load(Acquire);
+        loop {
+            if cur > now {
+                return false;
+            }
+            if cur == EXPIRED {
+                return true;
+            }
+            match self
+                .deadline
+                .compare_exchange(cur, EXPIRED, AcqRel, Acquire)
+            {
+                Ok(_) => return true,
+                Err(actual) => cur = actual,
+            }
+        }
+    }
+}
+
+pub(crate) fn lease_deadline(now: Nanos, lease: Option<Nanos>) -> Nanos {
+    match lease {
+        None => NO_DEADLINE,
+        Some(d) => now.saturating_add(d).clamp(EXPIRED + 1, NO_DEADLINE - 1),
+    }
+}
+
+/// The index an epoch was handed out for.
+pub(crate) fn epoch_index(epoch: u64) -> u32 {
+    (epoch & ((1 << INDEX_BITS) - 1)) as u32
+}
+
+pub(crate) struct OwnerTable {
+    entries: ChunkedArray<OwnerEntry, 64>,
+    /// Owner id -> index of the owners the runtime knows. A B-tree, not a hash table:
+    /// owner churn (new ids in, released ids out) leaves no tombstones, so its memory
+    /// follows the owners known now, not every id ever used.
+    pub ids: RwLock<BTreeMap<OwnerId, u32>>,
+    free: parking_lot::Mutex<VecDeque<u32>>,
+    fresh: StdAtomicU32,
+    epochs: StdAtomicU64,
+}
+
+impl Default for OwnerTable {
+    fn default() -> Self {
+        Self {
+            entries: ChunkedArray::default(),
+            ids: RwLock::new(BTreeMap::new()),
+            free: parking_lot::Mutex::new(VecDeque::new()),
+            fresh: StdAtomicU32::new(0),
+            epochs: StdAtomicU64::new(1),
+        }
+    }
+}
+
+impl OwnerTable {
+    /// The entry at an index handed out by this table.
+    #[inline]
+    pub fn entry(&self, index: u32) -> &OwnerEntry {
+        self.entries
+            .get(index as usize)
+            .expect("owner index handed out by this table")
+    }
+
+    pub fn get(&self, index: u32) -> Option<&OwnerEntry> {
+        self.entries.get(index as usize)
+    }
+
+    /// A new epoch for the owner at `index`: above every epoch this runtime handed out, and
+    /// carrying the index (so an authority names its entry by itself).
+    pub fn next_epoch(&self, index: u32) -> u64 {
+        (self.epochs.fetch_add(1, Relaxed) << INDEX_BITS) | u64::from(index)
+    }
+
+    /// An index for a new owner: a forgotten owner's, or a fresh one.
+    pub fn allocate(&self) -> Result<u32> {
+        if let Some(i) = self.free.lock().pop_front() {
+            return Ok(i);
+        }
+        let i = self.fresh.fetch_add(1, Relaxed);
+        if i >= MAX_OWNERS {
+            self.fresh.store(MAX_OWNERS, Relaxed);
+            return Err(Error::InvalidArgument(format!(
+                "too many owners: a runtime knows at most {MAX_OWNERS} at once (release the ones that are gone)"
+            )));
+        }
+        self.entries.ensure(i as usize);
+        Ok(i)
+    }
+
+    /// Returns a forgotten owner's index for reuse.
+    pub fn release(&self, index: u32) {
+        self.free.lock().push_back(index);
+    }
+
+    pub fn known(&self) -> usize {
+        self.ids.read().len()
+    }
+}

@@ -1,0 +1,139 @@
+//! Fixed-size chunks of entries for the wheel's buckets, allocated in segments and
+//! recycled through a free list: a bucket costs what it holds (to within one chunk), and
+//! a wheel in steady state allocates nothing.
+
+use super::Entry;
+
+/// Entries per chunk: with the chunk's header, one chunk is just under 1 KiB.
+pub(crate) const CHUNK_ENTRIES: usize = 63;
+/// Chunks per allocation (16 KiB): the arena grows in small steps.
+const SEGMENT_CHUNKS: usize = 16;
+pub(crate) const NIL: u32 = u32::MAX;
+
+#[derive(Clone, Copy)]
+pub(crate) struct Chunk {
+    pub next: u32,
+    pub len: u32,
+    pub entries: [Entry; CHUNK_ENTRIES],
+}
+
+const EMPTY: Chunk = Chunk {
+    next: NIL,
+    len: 0,
+    entries: [Entry {
+        due: 0,
+        target: 0,
+        tag: 0,
+    }; CHUNK_ENTRIES],
+};
+
+#[derive(Default)]
+pub(crate) struct Arena {
+    segments: Vec<Box<[Chunk; SEGMENT_CHUNKS]>>,
+    /// Head of the free chunks, linked through `next`.
+    free: u32,
+    /// Chunks handed out and not yet freed.
+    in_use: usize,
+    initialised: bool,
+}
+
+impl Arena {
+    pub fn chunk(&self, i: u32) -> &Chunk {
+        &self.segments[i as usize / SEGMENT_CHUNKS][i as usize % SEGMENT_CHUNKS]
+    }
+
+    pub fn chunk_mut(&mut self, i: u32) -> &mut Chunk {
+        &mut self.segments[i as usize / SEGMENT_CHUNKS][i as usize % SEGMENT_CHUNKS]
+    }
+
+    /// An empty chunk.
+    pub fn allocate(&mut self) -> u32 {
+        if !self.initialised {
+            self.free = NIL;
+            self.initialised = true;
+        }
+        if self.free == NIL {
+            let base = (self.segments.len() * SEGMENT_CHUNKS) as u32;
+            self.segments.push(Box::new([EMPTY; SEGMENT_CHUNKS]));
+            for i in (0..SEGMENT_CHUNKS as u32).rev() {
+                self.chunk_mut(base + i).next = self.free;
+                self.free = base + i;
+            }
+        }
+        let i = self.free;
+        let c = self.chunk_mut(i);
+        let next = c.next;
+        c.next = NIL;
+        c.len = 0;
+        self.free = next;
+        self.in_use += 1;
+        i
+    }
+
+    pub fn release(&mut self, i: u32) {
+        let free = self.free;
+        let c = self.chunk_mut(i);
+        c.next = free;
+        c.len = 0;
+        self.free = i;
+        self.in_use -= 1;
+    }
+
+    /// Bytes held by the arena.
+    #[cfg(test)]
+    pub fn capacity_chunks(&self) -> usize {
+        self.segments.len() * SEGMENT_CHUNKS
+    }
+}
+
+/// A list of chunks holding one bucket's entries.
+#[derive(Clone, Copy)]
+pub(crate) struct Bucket {
+    pub head: u32,
+    pub tail: u32,
+}
+
+impl Default for Bucket {
+    fn default() -> Self {
+        Self {
+            head: NIL,
+            tail: NIL,
+        }
+    }
+}
+
+impl Bucket {
+    pub fn is_empty(&self) -> bool {
+        self.head == NIL
+    }
+
+    pub fn push(&mut self, arena: &mut Arena, e: Entry) {
+        if self.tail == NIL || arena.chunk(self.tail).len as usize == CHUNK_ENTRIES {
+            let c = arena.allocate();
+            if self.tail == NIL {
+                self.head = c;
+            } else {
+                arena.chunk_mut(self.tail).next = c;
+            }
+            self.tail = c;
+        }
+        let c = arena.chunk_mut(self.tail);
+        c.entries[c.len as usize] = e;
+        c.len += 1;
+    }
+
+    /// Empties the bucket, handing its entries to `f` one chunk at a time; each chunk is
+    /// freed before `f` sees its entries, so `f` may push into this arena again.
+    pub fn drain(&mut self, arena: &mut Arena, mut f: impl FnMut(&mut Arena, &[Entry])) {
+        let mut i = std::mem::take(self).head;
+        let mut buf = [Entry::default(); CHUNK_ENTRIES];
+        while i != NIL {
+            let c = arena.chunk(i);
+            let (next, n) = (c.next, c.len as usize);
+            buf[..n].copy_from_slice(&c.entries[..n]);
+            arena.release(i);
+            f(arena, &buf[..n]);
+            i = next;
+        }
+    }
+}

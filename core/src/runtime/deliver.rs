@@ -1,0 +1,254 @@
+//! Delivery: turning a due timer into a published record (T3, T5, T6, T9), the owner's
+//! gate queue, and the end of an owner's lease. Any thread may deliver — the scheduler
+//! when an entry comes due, a host when its completion makes the next tick due at once or
+//! frees a gate — because every step is a transition of the slot word.
+
+use std::sync::atomic::Ordering::{Acquire, Relaxed};
+
+use crate::clock::Nanos;
+use crate::end::EndReason;
+use crate::owner::gate::{self, Take};
+use crate::owner::NO_DEADLINE;
+use crate::policy::{Next, Schedule};
+use crate::queue::Entry;
+use crate::runtime::ready::Pending;
+use crate::runtime::shared::{Shared, Work};
+use crate::slot::word::{self, EndClaim};
+use crate::slot::{Slot, EXACT};
+use crate::stats::C;
+
+impl Slot {
+    pub(crate) fn schedule(&self) -> Schedule {
+        Schedule {
+            period: self.period.load(Relaxed),
+            base: self.base.load(Relaxed),
+            mode: self.mode.load(Relaxed),
+        }
+    }
+
+    pub(crate) fn exact(&self) -> bool {
+        self.flags() & EXACT != 0
+    }
+}
+
+impl<P> Shared<P> {
+    /// Offers slot `index` its next delivery: publishes a record if a tick is due, its
+    /// owner's lease runs and the gate is free; otherwise arms it for its next due time or
+    /// parks it in the gate queue. Does nothing unless the slot is idle.
+    pub(crate) fn try_deliver(&self, index: u32, work: &mut Work) {
+        let slot = self.slots.slot(index);
+        let w = slot.word.load(Acquire);
+        if word::phase(w) != word::IDLE {
+            return;
+        }
+        let owner_index = slot.owner_index();
+        let owner = self.owners.entry(owner_index);
+        let deadline = owner.deadline.load(Acquire);
+        if deadline != NO_DEADLINE && deadline <= work.now {
+            self.expire_owner(owner_index, work);
+            return;
+        }
+        let scheduled = match slot.schedule().next(
+            work.now,
+            slot.last.load(Relaxed),
+            slot.delivered.load(Relaxed),
+        ) {
+            Next::Deliver(s) => s,
+            Next::At(due) => {
+                work.arm(index, due, w, slot.exact());
+                return;
+            }
+            Next::Never => return,
+        };
+        let take = gate::take_for_timer(&owner.gate);
+        if take == Take::Busy {
+            self.park(index, w, owner_index, true, work);
+            return;
+        }
+        let Some(queued) = word::queue(&slot.word, w, take == Take::Taken) else {
+            // Ended or moved on meanwhile.
+            if take == Take::Taken {
+                self.release_gate(owner_index, work);
+            }
+            return;
+        };
+        slot.inflight.store(scheduled, Relaxed);
+        work.pending.push(Pending {
+            slot: index,
+            word: queued,
+        });
+        work.tally.add(C::records_published, 1);
+    }
+
+    /// Puts an idle slot into its owner's gate queue. With `self_serve`, serves the queue
+    /// at once if the gate turned out to be free (the holder released it before seeing
+    /// this waiter); a deferred tick does not (it waits for the next release).
+    pub(crate) fn park(
+        &self,
+        index: u32,
+        idle: u64,
+        owner_index: u32,
+        self_serve: bool,
+        work: &mut Work,
+    ) {
+        let slot = self.slots.slot(index);
+        if word::park(&slot.word, idle).is_none() {
+            return; // already parked, or no longer idle
+        }
+        if self_serve {
+            work.tally.add(C::gate_waits, 1);
+        }
+        self.enqueue_waiter(index, owner_index, self_serve, work);
+    }
+
+    /// Adds an already parked slot to its owner's gate queue.
+    pub(crate) fn enqueue_waiter(
+        &self,
+        index: u32,
+        owner_index: u32,
+        self_serve: bool,
+        work: &mut Work,
+    ) {
+        let owner = self.owners.entry(owner_index);
+        let before = {
+            let mut inner = owner.inner.lock();
+            inner.waiters.push_back(index);
+            owner
+                .gate
+                .fetch_or(gate::WAITERS, std::sync::atomic::Ordering::AcqRel)
+        };
+        if self_serve && gate::is_free(before) {
+            self.serve_gate(owner_index, work);
+        }
+    }
+
+    /// Offers a free gate to the owner's waiting timers, oldest first.
+    pub(crate) fn serve_gate(&self, owner_index: u32, work: &mut Work) {
+        let owner = self.owners.entry(owner_index);
+        loop {
+            let g = owner.gate.load(Acquire);
+            if !gate::is_free(g) && g & gate::CONCURRENT == 0 {
+                return; // the holder serves the queue when it releases the gate
+            }
+            let next = {
+                let mut inner = owner.inner.lock();
+                match inner.waiters.pop_front() {
+                    Some(s) => s,
+                    None => {
+                        owner
+                            .gate
+                            .fetch_and(!gate::WAITERS, std::sync::atomic::Ordering::AcqRel);
+                        return;
+                    }
+                }
+            };
+            let slot = self.slots.slot(next);
+            let w = slot.word.load(Acquire);
+            if slot.owner_index() != owner_index || !word::is_parked(w) {
+                continue; // ended or served meanwhile
+            }
+            if word::unpark(&slot.word, w).is_some() {
+                self.try_deliver(next, work);
+            }
+        }
+    }
+
+    /// Releases the gate a record of owner `owner_index` held, and serves whoever waits.
+    pub(crate) fn release_gate(&self, owner_index: u32, work: &mut Work) {
+        let owner = self.owners.entry(owner_index);
+        let before = gate::release(&owner.gate);
+        if before & gate::HOST_WAITING != 0 {
+            self.notify_gate_freed();
+        }
+        if before & gate::WAITERS != 0 {
+            self.serve_gate(owner_index, work);
+        }
+    }
+
+    pub(crate) fn notify_gate_freed(&self) {
+        let _g = self.gate_freed.0.lock().unwrap_or_else(|e| e.into_inner());
+        self.gate_freed.1.notify_all();
+    }
+
+    /// The lease of owner `owner_index` may have run out at `work.now`: if so, marks it
+    /// expired and ends every timer of that authority with `LeaseExpired` (T6). Safe to
+    /// call from any thread, any number of times.
+    pub(crate) fn expire_owner(&self, owner_index: u32, work: &mut Work) {
+        let owner = self.owners.entry(owner_index);
+        if !owner.expire_if_due(work.now) {
+            return;
+        }
+        self.end_all_of(owner_index, EndReason::LeaseExpired, work);
+    }
+
+    /// Ends every live generation of owner `owner_index` with `reason`. Ends are claimed
+    /// under the owner lock and finished after it is released (release hooks are host code).
+    pub(crate) fn end_all_of(&self, owner_index: u32, reason: EndReason, work: &mut Work) {
+        let claims = {
+            let inner = self.owners.entry(owner_index).inner.lock();
+            self.claim_all_locked(&inner, reason)
+        };
+        for (slot, ending, from) in claims {
+            self.finish(slot, ending, from, false, work);
+        }
+    }
+
+    /// Claims the end of every generation in an owner's key table (the caller holds the
+    /// owner lock); returns the ones this thread must finish.
+    pub(crate) fn claim_all_locked(
+        &self,
+        inner: &crate::owner::OwnerInner,
+        reason: EndReason,
+    ) -> Vec<(u32, u64, u64)> {
+        let mut claims = Vec::new();
+        for &s in inner.keys.iter() {
+            let w = self.slots.slot(s).word.load(Acquire);
+            if !word::is_live(w) {
+                continue;
+            }
+            if let EndClaim::Claimed { ending, from } = word::claim_end(
+                &self.slots.slot(s).word,
+                word::generation(w),
+                reason as u8,
+                false,
+            ) {
+                claims.push((s, ending, from));
+            }
+        }
+        claims
+    }
+
+    /// A lease entry came due: expire the owner if its lease really ended, re-arm if it was
+    /// renewed. Entries of an authority that is gone (a new acquisition, a forgotten owner
+    /// whose index another owner reuses) carry an old fence and are dropped.
+    pub(crate) fn lease_due(&self, e: Entry, work: &mut Work) {
+        let index = e.target & !crate::queue::OWNER_TARGET;
+        let Some(owner) = self.owners.get(index) else {
+            return;
+        };
+        if owner.lease_fence.load(Acquire) != e.tag {
+            work.tally.add(C::stale_entries_dropped, 1);
+            return;
+        }
+        let deadline = owner.deadline.load(Acquire);
+        if deadline == NO_DEADLINE || deadline == crate::owner::EXPIRED {
+            return;
+        }
+        if deadline > work.now {
+            self.arm_lease(index, deadline, e.tag, work);
+        } else {
+            self.expire_owner(index, work);
+        }
+    }
+
+    pub(crate) fn arm_lease(&self, owner_index: u32, deadline: Nanos, fence: u32, work: &mut Work) {
+        work.arms.push((
+            Entry {
+                due: deadline,
+                target: owner_index | crate::queue::OWNER_TARGET,
+                tag: fence,
+            },
+            false,
+        ));
+    }
+}

@@ -1,0 +1,362 @@
+//! The end of a generation (SPEC T2): claiming it, finishing it (release hook, payload,
+//! accounting, the one terminal result, the key table), and waiting for it. Whichever
+//! thread claims the end finishes it: the canceller for an idle timer, the host that
+//! completes a record whose end was requested, the scheduler for an expired lease. No end
+//! waits for the scheduler.
+
+use std::sync::atomic::Ordering::{Acquire, Relaxed, SeqCst};
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::cold::ColdTable;
+use crate::end::{EndReason, EndResult};
+use crate::error::Error;
+use crate::hash::hash_u64;
+use crate::runtime::shared::{Shared, Work};
+use crate::slot::word::{self, EndClaim};
+use crate::slot::{HAS_COLD, HAS_WAITERS};
+use crate::spec::TimerId;
+use crate::stats::C;
+use crate::tick::CancelNotice;
+
+/// Runs a release function (host code): its error message, or one for a panic.
+fn run_release(f: impl FnOnce() -> Result<(), String>) -> Option<String> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(Ok(())) => None,
+        Ok(Err(msg)) => Some(msg),
+        Err(_) => Some("release hook panicked".to_string()),
+    }
+}
+
+/// What asking for an end found.
+pub(crate) enum Ended {
+    /// It has ended with this result.
+    Done(EndResult),
+    /// It ends once its record completes (or another thread finishes it).
+    Later,
+}
+
+impl<P> Shared<P> {
+    /// Asks to end generation `id` with `reason`; finishes it here if that is possible now.
+    pub(crate) fn end(
+        &self,
+        id: TimerId,
+        reason: EndReason,
+        work: &mut Work,
+    ) -> Result<Ended, Error> {
+        let slot = self.slots.get(id.slot).ok_or(Error::StaleHandle)?;
+        match word::claim_end(&slot.word, id.generation, reason as u8, false) {
+            EndClaim::Claimed { ending, from } => {
+                let ended = self.finish(id.slot, ending, from, false, work);
+                Ok(Ended::Done(self.result_of(id.slot, ended)))
+            }
+            EndClaim::Pending | EndClaim::Ending => Ok(Ended::Later),
+            EndClaim::Ended(w) => Ok(Ended::Done(self.result_of(id.slot, w))),
+            EndClaim::Stale => Err(Error::StaleHandle),
+        }
+    }
+
+    /// Finishes an end this thread holds (the slot word is `ending`): releases the gate a
+    /// taken-back record held, accounts for every tick the generation had, runs the release
+    /// hook, drops the payload, publishes the result, wakes whoever waits, updates the
+    /// owner's key table and frees the slot. `after_callback`: the end follows the
+    /// completion of a callback, whose key's next generation may wait for it (T3).
+    /// Returns the ENDED word.
+    pub(crate) fn finish(
+        &self,
+        index: u32,
+        ending: u64,
+        from: u64,
+        after_callback: bool,
+        work: &mut Work,
+    ) -> u64 {
+        let slot = self.slots.slot(index);
+        let generation = word::generation(ending);
+        let reason = word::reason(ending);
+        let owner_index = slot.owner_index();
+        if word::holds_gate(ending) {
+            self.release_gate(owner_index, work);
+        }
+
+        // Every due tick was delivered, skipped by the policy, or is counted here.
+        let taken_back = word::phase(from) == word::QUEUED;
+        let abandoned = word::phase(from) == word::HANDED;
+        if taken_back {
+            work.tally.add(C::not_started, 1);
+            work.tally.add(C::records_taken_back, 1);
+        }
+        if abandoned {
+            work.tally.add(C::records_abandoned, 1);
+        }
+        let last = slot.last.load(Relaxed);
+        let mut due = slot
+            .schedule()
+            .ticks_due(work.now, last, slot.delivered.load(Relaxed));
+        if taken_back || abandoned {
+            due = due.max(slot.inflight.load(Relaxed));
+        }
+        work.tally.add(C::ticks_due, due);
+        let undelivered = due - last;
+        match EndReason::from_code(reason) {
+            Some(EndReason::LeaseExpired | EndReason::Revoked) => {
+                work.tally.add(C::ticks_dropped_authority, undelivered)
+            }
+            _ => work.tally.add(C::ticks_discarded, undelivered),
+        }
+
+        let mut code = reason;
+        if let Some(release) = &self.release_payload {
+            // SAFETY: this thread holds the generation's ENDING; its payload is live.
+            let payload = unsafe { self.slots.payload(index) };
+            if let Some(msg) = run_release(|| release(payload)) {
+                self.record_cleanup_failure(index, generation, msg);
+                code = word::REASON_CLEANUP_FAILED;
+                work.tally.add(C::cleanup_failures, 1);
+            }
+        }
+        if slot.flags() & HAS_COLD != 0 {
+            let hook = {
+                let mut shard = self.cold.lock(index);
+                ColdTable::find(&mut shard, index, generation).and_then(|c| c.hook.take())
+            };
+            if let Some(msg) = hook.and_then(run_release) {
+                if code != word::REASON_CLEANUP_FAILED {
+                    self.record_cleanup_failure(index, generation, msg);
+                    code = word::REASON_CLEANUP_FAILED;
+                    work.tally.add(C::cleanup_failures, 1);
+                }
+            }
+        }
+        // A record the host still holds (closing) keeps its payload until the runtime is
+        // dropped: the host may be cloning it right now.
+        if !abandoned {
+            // SAFETY: this thread holds the generation's ENDING; its payload is live.
+            unsafe { self.slots.drop_payload(index) };
+        }
+        // Sequentially consistent, pairing with waiters that flag the slot and then look at
+        // its word: either they see the result, or this sees their flag.
+        let ended = word::publish_end(&slot.word, ending, code, abandoned);
+        let flags = slot.flags();
+        if flags & (HAS_COLD | HAS_WAITERS) != 0 {
+            self.notify_end(index, generation, ended, work);
+        }
+        self.forget_key(index, from, after_callback, work);
+        work.tally.add(C::ended, 1);
+        if !abandoned {
+            self.slots.release(self.my_shard(), index);
+        }
+        ended
+    }
+
+    /// Keeps a failed cleanup's message for everyone who asks for the result.
+    fn record_cleanup_failure(&self, index: u32, generation: u64, msg: String) {
+        self.slots.slot(index).owner.fetch_or(HAS_COLD, SeqCst);
+        let mut shard = self.cold.lock(index);
+        ColdTable::entry(&mut shard, index, generation).message = Some(msg.into());
+    }
+
+    /// Wakes threads parked for the end, runs subscribers, queues cancel notices.
+    fn notify_end(&self, index: u32, generation: u64, ended: u64, work: &mut Work) {
+        let slot = self.slots.slot(index);
+        if slot.flags() & HAS_COLD != 0 {
+            let (subscribers, notices) = {
+                let mut shard = self.cold.lock(index);
+                match ColdTable::find(&mut shard, index, generation) {
+                    Some(c) => (
+                        std::mem::take(&mut c.subscribers),
+                        std::mem::take(&mut c.notices),
+                    ),
+                    None => (Vec::new(), Vec::new()),
+                }
+            };
+            if !subscribers.is_empty() || !notices.is_empty() {
+                let result = self.result_of(index, ended);
+                for s in subscribers {
+                    // A subscriber is host code; one that panics must not take this thread down.
+                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| s(&result)));
+                }
+                for tag in notices {
+                    work.notices.push(CancelNotice {
+                        timer: TimerId {
+                            slot: index,
+                            generation,
+                        },
+                        owner: self.owners.entry(slot.owner_index()).id.load(Relaxed),
+                        key: slot.key.load(Relaxed),
+                        tag,
+                        result: result.clone(),
+                    });
+                }
+            }
+        }
+        if slot.flags() & HAS_WAITERS != 0 {
+            // SAFETY (of the key): the slot's address identifies it for as long as the
+            // runtime lives; waiters park on the same address.
+            unsafe {
+                parking_lot_core::unpark_all(
+                    slot as *const _ as usize,
+                    parking_lot_core::DEFAULT_UNPARK_TOKEN,
+                )
+            };
+        }
+    }
+
+    /// Takes an ended generation out of its owner's key table. When the key already names
+    /// a newer generation that waits for this one's callback (T3), that one may run now.
+    /// When this generation itself was waiting behind a running one, the key names that
+    /// one again, so a later registration still waits for it.
+    fn forget_key(&self, index: u32, from: u64, after_callback: bool, work: &mut Work) {
+        let slot = self.slots.slot(index);
+        let owner_index = slot.owner_index();
+        let owner = self.owners.entry(owner_index);
+        let key = slot.key.load(Relaxed);
+        let hash = hash_u64(key);
+        let forget_owner = {
+            let mut inner = owner.inner.lock();
+            if let Ok(entry) = inner.keys.find_entry(hash, |&s| s == index) {
+                let predecessor = slot.inflight.load(Relaxed) as u32;
+                if word::phase(from) == word::BLOCKED
+                    && self.still_ending(predecessor, owner_index, key)
+                {
+                    *entry.into_mut() = predecessor;
+                } else {
+                    entry.remove();
+                }
+            } else if after_callback {
+                let successor = inner
+                    .keys
+                    .find(hash, |&s| self.slots.slot(s).key.load(Relaxed) == key)
+                    .copied();
+                if let Some(s) = successor {
+                    let next = self.slots.slot(s);
+                    let w = next.word.load(Acquire);
+                    if word::phase(w) == word::BLOCKED
+                        && next.inflight.load(Relaxed) == u64::from(index)
+                        && word::unblock(&next.word, w).is_some()
+                    {
+                        work.retry.push(s);
+                    }
+                }
+            }
+            inner.live -= 1;
+            inner.live == 0 && inner.released
+        };
+        if forget_owner {
+            self.forget_owner(owner_index);
+        }
+    }
+
+    /// Is slot `index` a generation of (owner, key) whose end waits for its record?
+    pub(crate) fn still_ending(&self, index: u32, owner_index: u32, key: u64) -> bool {
+        let Some(s) = self.slots.get(index) else {
+            return false;
+        };
+        let w = s.word.load(Acquire);
+        s.owner_index() == owner_index
+            && s.key.load(Relaxed) == key
+            && matches!(
+                word::phase(w),
+                word::HANDED | word::COMPLETING | word::ENDING
+            )
+            && !word::is_live(w)
+    }
+
+    /// The terminal result recorded in an ENDED word of slot `index`.
+    pub(crate) fn result_of(&self, index: u32, ended: u64) -> EndResult {
+        let code = word::reason(ended);
+        if code == word::REASON_CLEANUP_FAILED {
+            let mut shard = self.cold.lock(index);
+            let msg = ColdTable::find(&mut shard, index, word::generation(ended))
+                .and_then(|c| c.message.clone())
+                .unwrap_or_else(|| Arc::from("release hook failed"));
+            return Err(Error::CleanupFailed(msg));
+        }
+        Ok(EndReason::from_code(code).expect("a recorded end reason"))
+    }
+
+    /// The result of generation `id` if it has ended; `Err(StaleHandle)` when its slot
+    /// has since been reused.
+    pub(crate) fn end_result(&self, id: TimerId) -> Option<EndResult> {
+        let Some(slot) = self.slots.get(id.slot) else {
+            return Some(Err(Error::StaleHandle));
+        };
+        let w = slot.word.load(Acquire);
+        if word::generation(w) != id.generation {
+            return Some(Err(Error::StaleHandle));
+        }
+        (word::phase(w) == word::ENDED).then(|| self.result_of(id.slot, w))
+    }
+
+    /// Parks the calling thread until generation `id` has ended or `deadline` passes.
+    /// None on timeout.
+    pub(crate) fn wait_end(&self, id: TimerId, deadline: Option<Instant>) -> Option<EndResult> {
+        let slot = self.slots.get(id.slot)?;
+        // Sequentially consistent, pairing with `publish_end`: see `finish`.
+        slot.owner.fetch_or(HAS_WAITERS, SeqCst);
+        loop {
+            if let Some(r) = self.end_result(id) {
+                return Some(r);
+            }
+            let key = slot as *const _ as usize;
+            let validate = || {
+                let w = slot.word.load(SeqCst);
+                word::generation(w) == id.generation && word::phase(w) != word::ENDED
+            };
+            // SAFETY: the key is the slot's address (see `notify_end`); the callbacks do not
+            // call into parking_lot.
+            let r = unsafe {
+                parking_lot_core::park(
+                    key,
+                    validate,
+                    || {},
+                    |_, _| {},
+                    parking_lot_core::DEFAULT_PARK_TOKEN,
+                    deadline,
+                )
+            };
+            if matches!(r, parking_lot_core::ParkResult::TimedOut) {
+                return self.end_result(id);
+            }
+        }
+    }
+
+    /// Registers `f` to run with the result of generation `id` (now, if it has ended).
+    pub(crate) fn subscribe(&self, id: TimerId, f: crate::cold::Subscriber) {
+        let Some(slot) = self.slots.get(id.slot) else {
+            f(&Err(Error::StaleHandle));
+            return;
+        };
+        // Sequentially consistent, pairing with `publish_end`: see `finish`.
+        slot.owner.fetch_or(HAS_COLD, SeqCst);
+        let mut shard = self.cold.lock(id.slot);
+        match self.end_result(id) {
+            Some(r) => {
+                drop(shard);
+                f(&r);
+            }
+            None => ColdTable::entry(&mut shard, id.slot, id.generation)
+                .subscribers
+                .push(f),
+        }
+    }
+
+    /// Asks for a cancel notice with `tag` when generation `id` ends; the result when it
+    /// already has.
+    pub(crate) fn notice(&self, id: TimerId, tag: u64) -> Option<EndResult> {
+        let Some(slot) = self.slots.get(id.slot) else {
+            return Some(Err(Error::StaleHandle));
+        };
+        // Sequentially consistent, pairing with `publish_end`: see `finish`.
+        slot.owner.fetch_or(HAS_COLD, SeqCst);
+        let mut shard = self.cold.lock(id.slot);
+        match self.end_result(id) {
+            Some(r) => Some(r),
+            None => {
+                ColdTable::entry(&mut shard, id.slot, id.generation)
+                    .notices
+                    .push(tag);
+                None
+            }
+        }
+    }
+}

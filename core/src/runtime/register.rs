@@ -1,0 +1,173 @@
+//! Registration on the calling thread: a slot from the thread's free queue, the owner's
+//! key table under the owner's lock, one entry in the thread's shard of the deadline
+//! queue. The scheduler hears of it only if the new deadline is earlier than its sleep.
+
+use std::sync::atomic::Ordering::{Acquire, Relaxed, SeqCst};
+
+use crate::cold::{ColdTable, ReleaseHook};
+use crate::end::EndReason;
+use crate::error::{Error, Result};
+use crate::hash::hash_u64;
+use crate::runtime::shared::{next_generation, with_work, Shared};
+use crate::slot::word::{self, EndClaim};
+use crate::slot::{EXACT, HAS_COLD};
+use crate::spec::{TimerId, TimerKey, TimerSpec};
+use crate::stats::C;
+
+impl<P> Shared<P> {
+    /// Registers (owner, key) for authority `epoch` of the owner at `owner_index`. An
+    /// existing generation of the key is superseded (T1); if its callback is running, the
+    /// new one waits for it (T3).
+    pub(crate) fn register(
+        &self,
+        owner_index: u32,
+        epoch: u64,
+        key: TimerKey,
+        spec: &TimerSpec,
+        payload: P,
+        hook: Option<ReleaseHook>,
+    ) -> Result<TimerId> {
+        if self.is_closed() {
+            return Err(Error::Closed);
+        }
+        let now = self.now();
+        let schedule = spec.schedule(now)?;
+        let owner = self.owners.entry(owner_index);
+        owner.check(epoch, || now)?;
+
+        let shard = self.my_shard();
+        let index = self.slots.allocate(shard)?;
+        let slot = self.slots.slot(index);
+        if slot.flags() & HAS_COLD != 0 {
+            // What an earlier generation of this slot left in the cold table.
+            self.cold.lock(index).remove(&index);
+        }
+        let generation = next_generation();
+        let exact =
+            self.manual.is_none() && schedule.period != 0 && schedule.period < self.resolution;
+        slot.key.store(key, Relaxed);
+        slot.mode.store(schedule.mode, Relaxed);
+        slot.base.store(schedule.base, Relaxed);
+        slot.period.store(schedule.period, Relaxed);
+        slot.last.store(0, Relaxed);
+        slot.delivered.store(0, Relaxed);
+        slot.inflight.store(0, Relaxed);
+        let mut flags = owner_index | if exact { EXACT } else { 0 };
+        if let Some(hook) = hook {
+            let mut cold = self.cold.lock(index);
+            ColdTable::entry(&mut cold, index, generation).hook = Some(hook);
+            flags |= HAS_COLD;
+        }
+        slot.owner.store(flags, Relaxed);
+        // SAFETY: the slot is ours and unpublished; its previous payload was dropped when
+        // its previous generation ended.
+        unsafe { self.slots.write_payload(index, payload) };
+
+        let hash = hash_u64(key);
+        let (published, superseded) = {
+            let mut inner = owner.inner.lock();
+            if let Err(e) = owner.check(epoch, || now) {
+                drop(inner);
+                self.abandon_registration(shard, index, generation);
+                return Err(e);
+            }
+            let existing = inner
+                .keys
+                .find(hash, |&s| self.slots.slot(s).key.load(Relaxed) == key)
+                .copied();
+            let mut superseded = None;
+            // The slot whose callback the new generation must wait for, if any.
+            let mut wait_for = None;
+            match existing {
+                Some(old) => {
+                    let ow = self.slots.slot(old).word.load(Acquire);
+                    match word::claim_end(
+                        &self.slots.slot(old).word,
+                        word::generation(ow),
+                        EndReason::Superseded as u8,
+                        false,
+                    ) {
+                        EndClaim::Claimed { ending, from } => {
+                            if word::phase(from) == word::BLOCKED {
+                                wait_for = Some(self.slots.slot(old).inflight.load(Relaxed) as u32);
+                            }
+                            superseded = Some((old, ending, from));
+                        }
+                        // Its callback runs: the new generation waits for it.
+                        EndClaim::Pending => wait_for = Some(old),
+                        // Being ended by another thread: if it was itself waiting behind a
+                        // running callback, so does the new one.
+                        EndClaim::Ending => {
+                            let p = self.slots.slot(old).inflight.load(Relaxed) as u32;
+                            if self.still_ending(p, owner_index, key) {
+                                wait_for = Some(p);
+                            }
+                        }
+                        EndClaim::Ended(_) | EndClaim::Stale => {}
+                    }
+                    let slot_of_key = inner
+                        .keys
+                        .find_mut(hash, |&s| s == old)
+                        .expect("found above");
+                    *slot_of_key = index;
+                }
+                None => {
+                    inner.keys.insert_unique(hash, index, |&s| {
+                        hash_u64(self.slots.slot(s).key.load(Relaxed))
+                    });
+                }
+            }
+            if let Some(p) = wait_for {
+                slot.inflight.store(u64::from(p), Relaxed);
+            }
+            inner.live += 1;
+            let w = word::fresh(generation, wait_for.is_some());
+            // Sequentially consistent, pairing with `close`, which sets `closed` and then
+            // looks at every slot: either it sees this generation, or this sees `closed`.
+            slot.word.swap(w, SeqCst);
+            (w, superseded)
+        };
+
+        with_work(now, |work| {
+            if let Some((old, ending, from)) = superseded {
+                self.finish(old, ending, from, false, work);
+            }
+            if word::phase(published) == word::IDLE {
+                work.arm(index, schedule.first_due(), published, exact);
+            }
+            work.tally.add(C::registered, 1);
+            if self.closed.load(SeqCst) {
+                let _ = self.end(
+                    TimerId {
+                        slot: index,
+                        generation,
+                    },
+                    EndReason::RuntimeClosed,
+                    work,
+                );
+                work.arms.clear();
+            }
+            self.flush(work);
+        });
+        Ok(TimerId {
+            slot: index,
+            generation,
+        })
+    }
+
+    /// Undoes a registration that lost its authority before it was published: the hook is
+    /// dropped without being called and the payload without being used.
+    fn abandon_registration(&self, shard: usize, index: u32, generation: u64) {
+        let slot = self.slots.slot(index);
+        if slot.flags() & HAS_COLD != 0 {
+            let mut cold = self.cold.lock(index);
+            if ColdTable::find(&mut cold, index, generation).is_some() {
+                cold.remove(&index);
+            }
+        }
+        // SAFETY: written above, never published.
+        unsafe { self.slots.drop_payload(index) };
+        slot.owner.fetch_and(!HAS_COLD, SeqCst);
+        self.slots.release(shard, index);
+    }
+}

@@ -1,0 +1,102 @@
+//! The deadline queue, sharded: each thread arms entries in its own shard under a short
+//! lock, so registrations from many threads do not serialise on one queue (SPEC T7); the
+//! scheduler polls every shard. Each shard publishes the earliest time it needs the
+//! scheduler (`min_wake`) so the scheduler can sleep without taking the locks.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use crossbeam_utils::CachePadded;
+use parking_lot::Mutex;
+
+use crate::clock::Nanos;
+use crate::queue::{DeadlineQueue, Entry};
+
+pub(crate) struct Shard {
+    queue: Mutex<DeadlineQueue>,
+    min_wake: AtomicU64,
+    len: AtomicUsize,
+}
+
+pub(crate) struct Shards {
+    list: Box<[CachePadded<Shard>]>,
+}
+
+impl Shards {
+    pub fn new(count: usize, shift: u32, now: Nanos) -> Self {
+        Self {
+            list: (0..count.max(1))
+                .map(|_| {
+                    CachePadded::new(Shard {
+                        queue: Mutex::new(DeadlineQueue::new(shift, now)),
+                        min_wake: AtomicU64::new(u64::MAX),
+                        len: AtomicUsize::new(0),
+                    })
+                })
+                .collect(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    /// Arms `entries` (entry, exact) in shard `i`. Returns the shard's new earliest wake
+    /// time when they made it earlier — only then may the scheduler need waking.
+    pub fn arm(&self, i: usize, entries: &mut Vec<(Entry, bool)>) -> Option<Nanos> {
+        let s = &self.list[i];
+        let mut q = s.queue.lock();
+        let mut earliest = u64::MAX;
+        for (e, exact) in entries.drain(..) {
+            earliest = earliest.min(q.insert(e, exact));
+        }
+        s.len.store(q.len(), Ordering::Relaxed);
+        if earliest < s.min_wake.load(Ordering::Relaxed) {
+            // A swap, not a store: on x86 it is also the full barrier the wake-up protocol
+            // needs before the caller reads the scheduler's `sleep_until`.
+            s.min_wake.swap(earliest, Ordering::SeqCst);
+            Some(earliest)
+        } else {
+            None
+        }
+    }
+
+    /// Moves every entry of shard `i` due at `now` into `out`.
+    pub fn poll(&self, i: usize, now: Nanos, out: &mut Vec<Entry>) {
+        let s = &self.list[i];
+        let mut q = s.queue.lock();
+        q.poll(now, out);
+        s.min_wake
+            .store(q.next_wake().unwrap_or(u64::MAX), Ordering::SeqCst);
+        s.len.store(q.len(), Ordering::Relaxed);
+    }
+
+    /// The earliest time any shard needs the scheduler.
+    pub fn next_wake(&self) -> Nanos {
+        self.list
+            .iter()
+            .map(|s| s.min_wake.load(Ordering::SeqCst))
+            .min()
+            .unwrap_or(u64::MAX)
+    }
+
+    /// Entries held, stale ones included.
+    pub fn total_len(&self) -> usize {
+        self.list
+            .iter()
+            .map(|s| s.len.load(Ordering::Relaxed))
+            .sum()
+    }
+
+    /// Drops the entries `keep` rejects from every shard; returns how many.
+    pub fn retain(&self, prefetch: impl Fn(&Entry), mut keep: impl FnMut(&Entry) -> bool) -> usize {
+        let mut dropped = 0;
+        for s in self.list.iter() {
+            let mut q = s.queue.lock();
+            dropped += q.retain(&prefetch, &mut keep);
+            s.len.store(q.len(), Ordering::Relaxed);
+            s.min_wake
+                .store(q.next_wake().unwrap_or(u64::MAX), Ordering::SeqCst);
+        }
+        dropped
+    }
+}

@@ -1,0 +1,264 @@
+//! The timer table: one dense, cache-line-sized slot per timer generation, and the side
+//! table of the host's payloads.
+//!
+//! A slot holds everything the hot paths read — the word (who owns it, in which phase),
+//! the owner, the key, the schedule and the tick counters — in one 64-byte line. What is
+//! rarely touched (release hooks, waiters, failure counts, cleanup messages) lives in the
+//! cold table (`crate::cold`), and the payload in a parallel array, so a registration
+//! allocates nothing in steady state.
+//!
+//! Slots live in fixed chunks that never move: the address of a slot word stays valid for
+//! the life of the runtime (hosts read it to check a record without a call). A slot is
+//! reused for a new generation only after its last one ended; free slots rest in FIFO
+//! queues so that an ended generation's result stays readable through its handle for as
+//! long as possible.
+
+pub(crate) mod word;
+
+use std::cell::UnsafeCell;
+use std::collections::VecDeque;
+use std::mem::MaybeUninit;
+use std::sync::atomic::AtomicU32 as StdAtomicU32;
+use std::sync::atomic::Ordering::Relaxed;
+
+use crate::chunked::{ChunkedArray, Zeroable};
+use crate::error::{Error, Result};
+use crate::sync::{AtomicU32, AtomicU64, Mutex};
+
+/// Most timer slots a runtime can hold (16 Mi).
+pub const MAX_TIMERS: u32 = 1 << 24;
+/// Slots of the first chunk (64 KiB); each further chunk doubles.
+const FIRST_CHUNK: usize = 1024;
+
+/// Free slots a shard keeps resting before it reuses the oldest: an ended generation's
+/// result stays readable through its handle for at least this many later registrations
+/// (at most 64 KiB of slots per shard).
+const RESTING: usize = 1024;
+
+/// `Slot::owner`: the owner's index in the owner table (low 24 bits) ...
+pub(crate) const OWNER_INDEX_MASK: u32 = (1 << 24) - 1;
+/// ... and flags of the generation: the cold table holds an entry for it,
+pub(crate) const HAS_COLD: u32 = 1 << 24;
+/// a thread is parked on the slot waiting for its end,
+pub(crate) const HAS_WAITERS: u32 = 1 << 25;
+/// its period is below the wakeup resolution: it is armed to the nanosecond.
+pub(crate) const EXACT: u32 = 1 << 26;
+
+const FAILURE_BITS: u32 = 24;
+/// The most failures the failure array counts for one generation.
+pub(crate) const FAILURES_SATURATED: u64 = (1 << FAILURE_BITS) - 1;
+
+/// One timer generation's hot state: one cache line.
+#[repr(C, align(64))]
+pub(crate) struct Slot {
+    /// See [`word`].
+    pub word: AtomicU64,
+    /// Owner index and flags (see `OWNER_INDEX_MASK`).
+    pub owner: AtomicU32,
+    /// The overrun policy (`crate::policy::Schedule::mode`).
+    pub mode: StdAtomicU32,
+    pub key: std::sync::atomic::AtomicU64,
+    /// Fixed rate: first nominal due time. Fixed delay and one-shots: next due time.
+    pub base: std::sync::atomic::AtomicU64,
+    /// 0 for a one-shot.
+    pub period: std::sync::atomic::AtomicU64,
+    /// Scheduled index of the last delivered tick.
+    pub last: std::sync::atomic::AtomicU64,
+    /// Callbacks delivered (the last delivery index).
+    pub delivered: std::sync::atomic::AtomicU64,
+    /// Scheduled index of the record in flight.
+    pub inflight: std::sync::atomic::AtomicU64,
+}
+
+impl Default for Slot {
+    fn default() -> Self {
+        Self {
+            word: AtomicU64::new(word::FREE),
+            owner: AtomicU32::new(0),
+            mode: StdAtomicU32::new(0),
+            key: Default::default(),
+            base: Default::default(),
+            period: Default::default(),
+            last: Default::default(),
+            delivered: Default::default(),
+            inflight: Default::default(),
+        }
+    }
+}
+
+// SAFETY: atomics and integers only (the loom build initialises slots with `Default`).
+#[cfg(not(spot_loom))]
+unsafe impl Zeroable for Slot {}
+
+impl Slot {
+    pub fn owner_index(&self) -> u32 {
+        self.owner.load(Relaxed) & OWNER_INDEX_MASK
+    }
+
+    pub fn flags(&self) -> u32 {
+        self.owner.load(Relaxed) & !OWNER_INDEX_MASK
+    }
+}
+
+/// The payload of one slot. Written by the registering thread before the generation is
+/// published, cloned by a host thread only after it won the record's hand-over, dropped by
+/// the one thread that ends the generation: the slot word orders all three.
+struct PayloadCell<P>(UnsafeCell<MaybeUninit<P>>);
+
+// SAFETY: access is serialised by the slot word's phases (see above and `SlotTable`).
+unsafe impl<P: Send> Sync for PayloadCell<P> {}
+// SAFETY: `MaybeUninit` holds anything, zeroes included.
+unsafe impl<P> Zeroable for PayloadCell<P> {}
+
+pub(crate) struct SlotTable<P> {
+    slots: ChunkedArray<Slot, FIRST_CHUNK>,
+    payloads: ChunkedArray<PayloadCell<P>, FIRST_CHUNK>,
+    /// Failed callbacks per generation: `generation << 24 | count`, written only on a
+    /// failure (so its pages are touched only by timers that fail); a count that no
+    /// longer fits stays at `FAILURES_SATURATED` and the rest lives in the cold table.
+    failures: ChunkedArray<std::sync::atomic::AtomicU64, FIRST_CHUNK>,
+    fresh: StdAtomicU32,
+    /// Free slots per shard, oldest first, and how many there are (read without the lock
+    /// to skip it while too few rest to be reused).
+    free: Box<[(Mutex<VecDeque<u32>>, std::sync::atomic::AtomicUsize)]>,
+}
+
+impl<P> SlotTable<P> {
+    pub fn new(shards: usize) -> Self {
+        Self {
+            slots: ChunkedArray::default(),
+            payloads: ChunkedArray::default(),
+            failures: ChunkedArray::default(),
+            fresh: StdAtomicU32::new(0),
+            free: (0..shards)
+                .map(|_| (Mutex::new(VecDeque::new()), Default::default()))
+                .collect(),
+        }
+    }
+
+    /// The slot at `index`, if its chunk exists.
+    #[inline]
+    pub fn get(&self, index: u32) -> Option<&Slot> {
+        self.slots.get(index as usize)
+    }
+
+    /// The slot at an index this runtime handed out.
+    pub fn slot(&self, index: u32) -> &Slot {
+        self.get(index)
+            .expect("slot index handed out by this table")
+    }
+
+    /// Slots ever handed out.
+    pub fn high_water(&self) -> u32 {
+        self.fresh.load(Relaxed).min(MAX_TIMERS)
+    }
+
+    /// A slot for a new generation: the oldest resting free slot of `shard` once enough
+    /// rest there, else a fresh one, else any free slot.
+    pub fn allocate(&self, shard: usize) -> Result<u32> {
+        let (queue, len) = &self.free[shard];
+        if len.load(Relaxed) > RESTING {
+            let mut free = queue.lock();
+            if free.len() > RESTING {
+                let i = free.pop_front().expect("non-empty");
+                len.store(free.len(), Relaxed);
+                return Ok(i);
+            }
+        }
+        let i = self.fresh.fetch_add(1, Relaxed);
+        if i < MAX_TIMERS {
+            #[cfg(not(spot_loom))]
+            self.slots.ensure_zeroed(i as usize);
+            #[cfg(spot_loom)]
+            self.slots.ensure(i as usize);
+            self.payloads.ensure_zeroed(i as usize);
+            self.failures.ensure_zeroed(i as usize);
+            return Ok(i);
+        }
+        self.fresh.store(MAX_TIMERS, Relaxed);
+        for (queue, len) in self.free.iter() {
+            let mut free = queue.lock();
+            if let Some(i) = free.pop_front() {
+                len.store(free.len(), Relaxed);
+                return Ok(i);
+            }
+        }
+        Err(Error::CapacityExhausted(MAX_TIMERS))
+    }
+
+    /// Returns an ended slot for reuse.
+    pub fn release(&self, shard: usize, index: u32) {
+        let (queue, len) = &self.free[shard];
+        let mut free = queue.lock();
+        free.push_back(index);
+        len.store(free.len(), Relaxed);
+    }
+
+    /// Counts a failed callback of `generation` in slot `index` (only the thread applying
+    /// the completion calls it). False once `FAILURES_SATURATED` were counted here: the
+    /// caller counts the rest elsewhere.
+    pub fn add_failure(&self, index: u32, generation: u64) -> bool {
+        let cell = self.failures.get(index as usize).expect("allocated slot");
+        let v = cell.load(Relaxed);
+        let count = if v >> FAILURE_BITS == generation {
+            v & FAILURES_SATURATED
+        } else {
+            0
+        };
+        if count == FAILURES_SATURATED {
+            return false;
+        }
+        cell.store((generation << FAILURE_BITS) | (count + 1), Relaxed);
+        true
+    }
+
+    /// Failures counted here for `generation` in slot `index`.
+    pub fn failures(&self, index: u32, generation: u64) -> u64 {
+        let v = self
+            .failures
+            .get(index as usize)
+            .map_or(0, |c| c.load(Relaxed));
+        if v >> FAILURE_BITS == generation {
+            v & FAILURES_SATURATED
+        } else {
+            0
+        }
+    }
+
+    fn payload_cell(&self, index: u32) -> &PayloadCell<P> {
+        self.payloads
+            .get(index as usize)
+            .expect("slot index handed out by this table")
+    }
+
+    /// Visits every slot ever handed out.
+    pub fn for_each(&self, mut f: impl FnMut(u32, &Slot)) {
+        let high = self.high_water() as usize;
+        self.slots.for_each(|i, s| {
+            if i < high {
+                f(i as u32, s)
+            }
+        });
+    }
+
+    /// # Safety
+    /// The caller registers a new generation in `index` and has not published it yet; the
+    /// previous payload (if any) was dropped.
+    pub unsafe fn write_payload(&self, index: u32, payload: P) {
+        (*self.payload_cell(index).0.get()).write(payload);
+    }
+
+    /// # Safety
+    /// The generation in `index` has a live payload that no thread can drop meanwhile (the
+    /// caller holds its record's hand-over, or its end).
+    pub unsafe fn payload(&self, index: u32) -> &P {
+        (*self.payload_cell(index).0.get()).assume_init_ref()
+    }
+
+    /// # Safety
+    /// The caller holds the generation's end (ENDING) and the payload is live; afterwards
+    /// it is not.
+    pub unsafe fn drop_payload(&self, index: u32) {
+        (*self.payload_cell(index).0.get()).assume_init_drop();
+    }
+}

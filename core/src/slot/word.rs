@@ -1,0 +1,550 @@
+//! The slot word: the one atomic that says which generation owns a slot and where that
+//! generation is in its life. Every transition is a compare-and-swap on it, so the threads
+//! that race for a generation — the scheduler delivering it, a host receiving, starting or
+//! completing its record, any thread cancelling it — agree on exactly one winner without a
+//! lock.
+//!
+//! ```text
+//!  63 ........ 24 23 ...... 9  8  7 .. 5  4   3   2 .. 0
+//!  generation     sequence    C  reason  B   A   phase
+//! ```
+//!
+//! - generation (40 bits): unique per registration across every runtime of the process
+//!   (wraps after 2^40 registrations; 0 is never handed out).
+//! - sequence (15 bits): bumped by every delivery; with the generation's low 16 bits it
+//!   names the record in flight (its completion token).
+//! - reason: the end reason, once an end is requested (flag A in HANDED / COMPLETING) and
+//!   in ENDING / ENDED.
+//! - flag A: PARKED in IDLE (waiting in its owner's gate queue), END_REQUESTED in HANDED
+//!   and COMPLETING, PAYLOAD_LIVE in ENDED (`close` ended a record the host held; its
+//!   payload is dropped with the runtime).
+//! - flag B: HOLDS_GATE in QUEUED, HANDED, COMPLETING and ENDING (the record holds its
+//!   owner's serial gate).
+//! - flag C: STARTED in HANDED and COMPLETING (the host started the callback).
+//!
+//! Phases and who moves them:
+//!
+//! | phase | meaning | left by |
+//! |---|---|---|
+//! | FREE | never used | registration |
+//! | IDLE | live, nothing in flight | delivery (→ QUEUED), any ender (→ ENDING) |
+//! | BLOCKED | live, waits for the callback of its key's previous generation | that generation's end (→ IDLE), any ender (→ ENDING) |
+//! | QUEUED | a record waits in the ready queue | the hand-over to a host (→ HANDED), any ender: taken back, it never reaches the host (→ ENDING) |
+//! | HANDED | the host holds the record (STARTED once it started the callback) | the host's completion (→ COMPLETING); an ender only sets END_REQUESTED |
+//! | COMPLETING | the completion is being applied (one thread) | that thread (→ IDLE, or → ENDING when an end was requested or the timer is done) |
+//! | ENDING | one thread runs the end: release hook, accounting, result | that thread (→ ENDED) |
+//! | ENDED | terminal; the result stays readable until the slot is reused | registration of a new generation |
+//!
+//! The payload is read only by the thread that won QUEUED → HANDED and dropped only by
+//! the thread that holds ENDING, which cannot be reached from HANDED except by `close`
+//! (which leaves the payload alive): the two never overlap.
+
+use std::sync::atomic::Ordering::{AcqRel, Acquire, SeqCst};
+
+use crate::sync::AtomicU64;
+
+pub(crate) const FREE: u64 = 0;
+pub(crate) const IDLE: u64 = 1;
+pub(crate) const BLOCKED: u64 = 2;
+pub(crate) const QUEUED: u64 = 3;
+pub(crate) const HANDED: u64 = 4;
+pub(crate) const COMPLETING: u64 = 5;
+pub(crate) const ENDING: u64 = 6;
+pub(crate) const ENDED: u64 = 7;
+
+const PHASE_MASK: u64 = 0b111;
+const FLAG_A: u64 = 1 << 3;
+const FLAG_B: u64 = 1 << 4;
+const REASON_SHIFT: u32 = 5;
+const REASON_MASK: u64 = 0b111 << REASON_SHIFT;
+const FLAG_C: u64 = 1 << 8;
+const SEQ_SHIFT: u32 = 9;
+const SEQ_MASK: u64 = 0x7FFF << SEQ_SHIFT;
+pub(crate) const GEN_SHIFT: u32 = 24;
+/// Generations are 40-bit numbers.
+pub(crate) const GEN_MASK: u64 = (1 << 40) - 1;
+
+/// The end reason code of a release hook that failed (the message is kept aside).
+pub(crate) const REASON_CLEANUP_FAILED: u8 = 6;
+
+pub(crate) fn generation(w: u64) -> u64 {
+    w >> GEN_SHIFT
+}
+
+pub(crate) fn phase(w: u64) -> u64 {
+    w & PHASE_MASK
+}
+
+pub(crate) fn reason(w: u64) -> u8 {
+    ((w & REASON_MASK) >> REASON_SHIFT) as u8
+}
+
+fn seq(w: u64) -> u64 {
+    (w & SEQ_MASK) >> SEQ_SHIFT
+}
+
+fn with_phase(w: u64, p: u64) -> u64 {
+    (w & !PHASE_MASK) | p
+}
+
+/// The word of a new generation: live and idle, or blocked behind the callback of the
+/// key's previous generation.
+pub(crate) fn fresh(generation: u64, blocked: bool) -> u64 {
+    (generation << GEN_SHIFT) | if blocked { BLOCKED } else { IDLE }
+}
+
+/// May this generation still start callbacks (not cancelled, superseded or ended)?
+pub(crate) fn is_live(w: u64) -> bool {
+    match phase(w) {
+        IDLE | BLOCKED | QUEUED => true,
+        HANDED | COMPLETING => w & FLAG_A == 0,
+        _ => false,
+    }
+}
+
+/// Is the slot parked in its owner's gate queue (IDLE with PARKED)?
+pub(crate) fn is_parked(w: u64) -> bool {
+    phase(w) == IDLE && w & FLAG_A != 0
+}
+
+/// Does the record in flight hold its owner's serial gate?
+pub(crate) fn holds_gate(w: u64) -> bool {
+    matches!(phase(w), QUEUED | HANDED | COMPLETING | ENDING) && w & FLAG_B != 0
+}
+
+/// Did the host start the record's callback?
+#[cfg(test)]
+pub(crate) fn started(w: u64) -> bool {
+    matches!(phase(w), HANDED | COMPLETING) && w & FLAG_C != 0
+}
+
+/// In ENDED: was the payload left alive (dropped with the runtime)?
+pub(crate) fn payload_live(w: u64) -> bool {
+    phase(w) == ENDED && w & FLAG_A != 0
+}
+
+/// The completion token of the record in flight in `w` at `slot`.
+pub(crate) fn token(slot: u32, w: u64) -> u64 {
+    (u64::from(slot) << 32) | ((generation(w) & 0xFFFF) << 16) | seq(w)
+}
+
+/// The slot a token names.
+pub(crate) fn token_slot(token: u64) -> u32 {
+    (token >> 32) as u32
+}
+
+fn token_matches(w: u64, token: u64) -> bool {
+    (generation(w) & 0xFFFF) == (token >> 16) & 0xFFFF && seq(w) == token & 0xFFFF
+}
+
+/// The value a handed-over record's word takes once the host has started it.
+pub(crate) fn started_value(handed: u64) -> u64 {
+    handed | FLAG_C
+}
+
+/// IDLE (parked or not) → QUEUED with the next sequence number: a record is published.
+pub(crate) fn queue(word: &AtomicU64, idle: u64, holds_gate: bool) -> Option<u64> {
+    debug_assert_eq!(phase(idle), IDLE);
+    let next = (seq(idle) + 1) & 0x7FFF;
+    let queued = (idle & !(SEQ_MASK | FLAG_A | FLAG_B | FLAG_C | PHASE_MASK))
+        | (next << SEQ_SHIFT)
+        | if holds_gate { FLAG_B } else { 0 }
+        | QUEUED;
+    word.compare_exchange(idle, queued, AcqRel, Acquire)
+        .ok()
+        .map(|_| queued)
+}
+
+/// QUEUED → HANDED: a host receives the record. None when it was taken back meanwhile.
+pub(crate) fn hand_over(word: &AtomicU64, queued: u64) -> Option<u64> {
+    let handed = with_phase(queued, HANDED);
+    (phase(queued) == QUEUED
+        && word
+            .compare_exchange(queued, handed, AcqRel, Acquire)
+            .is_ok())
+    .then_some(handed)
+}
+
+/// The host's start check and claim: HANDED → HANDED with STARTED. False when the record
+/// went stale (cancelled, superseded, ended) or already started — then its callback must
+/// not start.
+pub(crate) fn start(word: &AtomicU64, handed: u64) -> bool {
+    phase(handed) == HANDED
+        && handed & (FLAG_A | FLAG_C) == 0
+        && word
+            .compare_exchange(handed, started_value(handed), AcqRel, Acquire)
+            .is_ok()
+}
+
+/// IDLE → IDLE with PARKED: the slot joins its owner's gate queue. False if it is
+/// already parked or no longer idle.
+pub(crate) fn park(word: &AtomicU64, idle: u64) -> Option<u64> {
+    (phase(idle) == IDLE
+        && idle & FLAG_A == 0
+        && word
+            .compare_exchange(idle, idle | FLAG_A, AcqRel, Acquire)
+            .is_ok())
+    .then_some(idle | FLAG_A)
+}
+
+/// IDLE with PARKED → IDLE: the slot leaves its owner's gate queue to be offered the gate.
+pub(crate) fn unpark(word: &AtomicU64, parked: u64) -> Option<u64> {
+    let idle = parked & !FLAG_A;
+    (is_parked(parked) && word.compare_exchange(parked, idle, AcqRel, Acquire).is_ok())
+        .then_some(idle)
+}
+
+/// BLOCKED → IDLE: the previous generation of the key finished its callback.
+pub(crate) fn unblock(word: &AtomicU64, blocked: u64) -> Option<u64> {
+    let idle = with_phase(blocked, IDLE);
+    (phase(blocked) == BLOCKED
+        && word
+            .compare_exchange(blocked, idle, AcqRel, Acquire)
+            .is_ok())
+    .then_some(idle)
+}
+
+/// What a completion found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CompletionClaim {
+    /// This thread applies it: the word is COMPLETING; `handed` is what it replaced.
+    Claimed { handed: u64, completing: u64 },
+    /// No record of this token awaits completion (never handed out, already completed).
+    Invalid,
+}
+
+/// Claims the right to apply the completion of `token`: exactly one thread wins.
+pub(crate) fn claim_completion(word: &AtomicU64, token: u64) -> CompletionClaim {
+    let mut w = word.load(Acquire);
+    loop {
+        if !token_matches(w, token) || phase(w) != HANDED {
+            return CompletionClaim::Invalid;
+        }
+        let completing = with_phase(w, COMPLETING);
+        match word.compare_exchange(w, completing, AcqRel, Acquire) {
+            Ok(_) => {
+                return CompletionClaim::Claimed {
+                    handed: w,
+                    completing,
+                }
+            }
+            Err(actual) => w = actual,
+        }
+    }
+}
+
+/// Leaves COMPLETING for IDLE (PARKED when `parked`): the timer waits for its next tick.
+/// When an end was requested meanwhile, it moves to ENDING instead and returns that word
+/// and the requested reason for the caller to finish.
+pub(crate) fn finish_completion(
+    word: &AtomicU64,
+    completing: u64,
+    parked: bool,
+) -> Result<u64, (u64, u8)> {
+    let mut w = completing;
+    loop {
+        let requested = w & FLAG_A != 0;
+        // The completer releases the gate itself: the word it hands on holds none.
+        let new = if requested {
+            with_phase(w & !(FLAG_A | FLAG_B | FLAG_C), ENDING)
+        } else {
+            (w & !(FLAG_A | FLAG_B | FLAG_C | REASON_MASK | PHASE_MASK))
+                | if parked { FLAG_A } else { 0 }
+                | IDLE
+        };
+        match word.compare_exchange(w, new, AcqRel, Acquire) {
+            Ok(_) if requested => return Err((new, reason(new))),
+            Ok(_) => return Ok(new),
+            Err(actual) => w = actual,
+        }
+    }
+}
+
+/// COMPLETING → ENDING because the timer is done (a one-shot delivered). An end requested
+/// meanwhile keeps its reason. Returns the ENDING word and the reason it ends with.
+pub(crate) fn end_completed(word: &AtomicU64, completing: u64, reason: u8) -> (u64, u8) {
+    let mut w = completing;
+    loop {
+        let r = if w & FLAG_A != 0 {
+            self::reason(w)
+        } else {
+            reason
+        };
+        let new = with_phase(
+            (w & !(FLAG_A | FLAG_B | FLAG_C | REASON_MASK)) | (u64::from(r) << REASON_SHIFT),
+            ENDING,
+        );
+        match word.compare_exchange(w, new, AcqRel, Acquire) {
+            Ok(_) => return (new, r),
+            Err(actual) => w = actual,
+        }
+    }
+}
+
+/// What asking to end a generation found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EndClaim {
+    /// This thread ends it now: the word is ENDING. `from` is the word it replaced (its
+    /// phase tells whether a published record was taken back).
+    Claimed { ending: u64, from: u64 },
+    /// The host holds its record (or applies its completion): the end is recorded and the
+    /// thread that completes the record finishes the end.
+    Pending,
+    /// Another thread is finishing its end right now.
+    Ending,
+    /// It has ended; the word holds the result.
+    Ended(u64),
+    /// The slot holds another generation (or none).
+    Stale,
+}
+
+/// Asks to end generation `generation` with `reason`. From IDLE, BLOCKED or QUEUED the
+/// caller wins the end at once (a QUEUED record is taken back: it never reaches a host);
+/// from HANDED or COMPLETING the end is requested and completes with the record. With
+/// `force` (closing the runtime) a HANDED record ends at once too.
+pub(crate) fn claim_end(word: &AtomicU64, generation: u64, reason: u8, force: bool) -> EndClaim {
+    let mut w = word.load(Acquire);
+    loop {
+        if self::generation(w) != generation || phase(w) == FREE {
+            return EndClaim::Stale;
+        }
+        let reason_bits = u64::from(reason) << REASON_SHIFT;
+        let new = match phase(w) {
+            IDLE | BLOCKED | QUEUED => {
+                with_phase((w & !(REASON_MASK | FLAG_A | FLAG_C)) | reason_bits, ENDING)
+            }
+            HANDED if force => {
+                with_phase((w & !(REASON_MASK | FLAG_A | FLAG_C)) | reason_bits, ENDING)
+            }
+            HANDED | COMPLETING if w & FLAG_A != 0 => return EndClaim::Pending,
+            HANDED | COMPLETING => w | FLAG_A | reason_bits,
+            ENDING => return EndClaim::Ending,
+            _ => return EndClaim::Ended(w),
+        };
+        match word.compare_exchange(w, new, AcqRel, Acquire) {
+            Ok(_) if phase(new) == ENDING => {
+                return EndClaim::Claimed {
+                    ending: new,
+                    from: w,
+                }
+            }
+            Ok(_) => return EndClaim::Pending,
+            Err(actual) => w = actual,
+        }
+    }
+}
+
+/// ENDING → ENDED: publishes the terminal result. Only the thread that holds ENDING calls
+/// it; the sequentially consistent swap makes the end's effects visible to every reader
+/// of the result, and orders it before the caller's look at the slot's waiter flags.
+pub(crate) fn publish_end(word: &AtomicU64, ending: u64, reason: u8, payload_live: bool) -> u64 {
+    debug_assert_eq!(phase(ending), ENDING);
+    let ended = (ending & !(REASON_MASK | FLAG_A | FLAG_B | FLAG_C | PHASE_MASK))
+        | (u64::from(reason) << REASON_SHIFT)
+        | if payload_live { FLAG_A } else { 0 }
+        | ENDED;
+    word.swap(ended, SeqCst);
+    ended
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_generation_goes_through_its_phases() {
+        let w = AtomicU64::new(fresh(5, false));
+        let idle = w.load(Acquire);
+        assert!(is_live(idle));
+        let queued = queue(&w, idle, true).unwrap();
+        assert!(holds_gate(queued));
+        let tok = token(9, queued);
+        assert_eq!(token_slot(tok), 9);
+        assert_eq!(
+            claim_completion(&w, tok),
+            CompletionClaim::Invalid,
+            "not received yet"
+        );
+        let handed = hand_over(&w, queued).unwrap();
+        assert!(hand_over(&w, queued).is_none(), "handed over once");
+        assert!(start(&w, handed));
+        assert!(!start(&w, handed), "a record starts once");
+        assert!(started(w.load(Acquire)));
+        let CompletionClaim::Claimed { completing, .. } = claim_completion(&w, tok) else {
+            panic!()
+        };
+        assert_eq!(claim_completion(&w, tok), CompletionClaim::Invalid);
+        let idle2 = finish_completion(&w, completing, false).unwrap();
+        assert_eq!(phase(idle2), IDLE);
+        assert!(!holds_gate(idle2) && !started(idle2));
+        let q2 = queue(&w, idle2, false).unwrap();
+        assert_ne!(token(9, q2), tok, "every delivery has its own token");
+    }
+
+    #[test]
+    fn ending_a_queued_record_takes_it_back() {
+        let w = AtomicU64::new(fresh(7, false));
+        let queued = queue(&w, w.load(Acquire), true).unwrap();
+        let EndClaim::Claimed { ending, from } = claim_end(&w, 7, 0, false) else {
+            panic!()
+        };
+        assert_eq!(phase(from), QUEUED);
+        assert!(holds_gate(ending), "the ender releases the gate");
+        assert!(
+            hand_over(&w, queued).is_none(),
+            "a taken-back record never reaches a host"
+        );
+        publish_end(&w, ending, 0, false);
+        assert_eq!(
+            claim_completion(&w, token(1, queued)),
+            CompletionClaim::Invalid
+        );
+    }
+
+    #[test]
+    fn an_end_requested_while_handed_completes_with_the_record() {
+        let w = AtomicU64::new(fresh(8, false));
+        let queued = queue(&w, w.load(Acquire), false).unwrap();
+        let handed = hand_over(&w, queued).unwrap();
+        assert_eq!(claim_end(&w, 8, 2, false), EndClaim::Pending);
+        assert!(!is_live(w.load(Acquire)));
+        assert!(!start(&w, handed), "no start once an end is requested");
+        assert_eq!(
+            claim_end(&w, 8, 0, false),
+            EndClaim::Pending,
+            "first reason kept"
+        );
+        let CompletionClaim::Claimed { completing, .. } = claim_completion(&w, token(0, queued))
+        else {
+            panic!()
+        };
+        let (ending, r) = finish_completion(&w, completing, false).unwrap_err();
+        assert_eq!((phase(ending), r), (ENDING, 2));
+        assert_eq!(claim_end(&w, 8, 0, false), EndClaim::Ending);
+        assert_eq!(claim_end(&w, 9, 0, false), EndClaim::Stale);
+    }
+}
+
+#[cfg(all(test, spot_loom))]
+mod loom_models {
+    use super::*;
+    use loom::sync::Arc;
+    use loom::thread;
+
+    /// A host receiving a published record races a cancel: exactly one wins. Either the
+    /// host holds it and the cancel waits for its completion (Pending), or the record is
+    /// taken back and never reaches a host.
+    #[test]
+    fn hand_over_and_take_back_have_one_winner() {
+        loom::model(|| {
+            let w = Arc::new(AtomicU64::new(fresh(3, false)));
+            let queued = queue(&w, w.load(Acquire), false).unwrap();
+            let host = {
+                let w = w.clone();
+                thread::spawn(move || hand_over(&w, queued).is_some())
+            };
+            let claim = claim_end(&w, 3, 0, false);
+            let received = host.join().unwrap();
+            match claim {
+                EndClaim::Claimed { from, .. } => {
+                    assert!(!received);
+                    assert_eq!(phase(from), QUEUED);
+                }
+                EndClaim::Pending => assert!(received),
+                other => panic!("{other:?}"),
+            }
+        });
+    }
+
+    /// The host's start check racing a cancel of a record it holds: once the cancel has
+    /// returned, no start succeeds; a start that succeeded came first (and the cancel waits
+    /// for that callback).
+    #[test]
+    fn no_start_after_a_cancel_returned() {
+        loom::model(|| {
+            let w = Arc::new(AtomicU64::new(fresh(5, false)));
+            let queued = queue(&w, w.load(Acquire), false).unwrap();
+            let handed = hand_over(&w, queued).unwrap();
+            let cancelled = Arc::new(loom::sync::atomic::AtomicBool::new(false));
+            let host = {
+                let (w, c) = (w.clone(), cancelled.clone());
+                thread::spawn(move || {
+                    let after = c.load(Acquire);
+                    let started = start(&w, handed);
+                    assert!(!(after && started), "started after the cancel returned");
+                })
+            };
+            assert_eq!(claim_end(&w, 5, 0, false), EndClaim::Pending);
+            cancelled.store(true, Release);
+            host.join().unwrap();
+        });
+    }
+
+    /// A completion racing a cancel: the end is recorded and finished by the completer,
+    /// exactly once.
+    #[test]
+    fn completion_and_cancel_finish_the_end_once() {
+        loom::model(|| {
+            let w = Arc::new(AtomicU64::new(fresh(4, false)));
+            let queued = queue(&w, w.load(Acquire), false).unwrap();
+            let handed = hand_over(&w, queued).unwrap();
+            assert!(start(&w, handed));
+            let tok = token(0, queued);
+            let completer = {
+                let w = w.clone();
+                thread::spawn(move || match claim_completion(&w, tok) {
+                    CompletionClaim::Claimed { completing, .. } => {
+                        finish_completion(&w, completing, false).is_err()
+                    }
+                    other => panic!("{other:?}"),
+                })
+            };
+            let claim = claim_end(&w, 4, 0, false);
+            let completer_ends = completer.join().unwrap();
+            match claim {
+                EndClaim::Pending => assert!(completer_ends),
+                // The completion went first and left the timer idle: the cancel ends it.
+                EndClaim::Claimed { from, .. } => {
+                    assert!(!completer_ends);
+                    assert_eq!(phase(from), IDLE);
+                }
+                other => panic!("{other:?}"),
+            }
+        });
+    }
+
+    /// Two threads complete the same token (a host bug): exactly one applies it.
+    #[test]
+    fn a_token_completes_once() {
+        loom::model(|| {
+            let w = Arc::new(AtomicU64::new(fresh(6, false)));
+            let queued = queue(&w, w.load(Acquire), false).unwrap();
+            hand_over(&w, queued).unwrap();
+            let tok = token(0, queued);
+            let other = {
+                let w = w.clone();
+                thread::spawn(move || {
+                    matches!(claim_completion(&w, tok), CompletionClaim::Claimed { .. })
+                })
+            };
+            let mine = matches!(claim_completion(&w, tok), CompletionClaim::Claimed { .. });
+            assert!(mine ^ other.join().unwrap());
+        });
+    }
+
+    /// Concurrent cancels of one idle generation: exactly one claims the end.
+    #[test]
+    fn concurrent_cancels_claim_once() {
+        loom::model(|| {
+            let w = Arc::new(AtomicU64::new(fresh(9, false)));
+            let other = {
+                let w = w.clone();
+                thread::spawn(move || {
+                    matches!(claim_end(&w, 9, 0, false), EndClaim::Claimed { .. })
+                })
+            };
+            let mine = matches!(claim_end(&w, 9, 0, false), EndClaim::Claimed { .. });
+            assert!(mine ^ other.join().unwrap());
+        });
+    }
+}

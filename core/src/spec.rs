@@ -1,0 +1,109 @@
+//! What a host registers: a timer's spec and the names of a generation.
+
+use std::time::Duration;
+
+use crate::clock::{duration_to_nanos, Nanos};
+use crate::error::{Error, Result};
+use crate::policy::{normalize_max_catch_up, OverrunPolicy, Schedule};
+
+/// The host's key of a timer, unique per owner.
+pub type TimerKey = u64;
+
+/// Names one generation of one timer: its slot in the runtime's table and the generation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TimerId {
+    /// Index of the slot in the runtime's table.
+    pub slot: u32,
+    /// The generation (unique across every runtime of the process).
+    pub generation: u64,
+}
+
+/// What to register: a repeating timer (`every`) or a one-shot (`after`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimerSpec {
+    /// `None` for a one-shot timer.
+    pub period: Option<Duration>,
+    /// Delay from registration to the first nominal due time. Default: one period.
+    pub first_due: Option<Duration>,
+    /// The overrun policy (repeating timers).
+    pub policy: OverrunPolicy,
+    /// With `CatchUpBounded`: most ticks of a backlog delivered (1..=i32::MAX).
+    pub max_catch_up_ticks: u64,
+}
+
+impl TimerSpec {
+    /// A repeating timer with period `period`, first due one period from now.
+    pub fn every(period: Duration) -> Self {
+        Self {
+            period: Some(period),
+            first_due: None,
+            policy: OverrunPolicy::SkipLateTicks,
+            max_catch_up_ticks: 1,
+        }
+    }
+
+    /// A one-shot timer due `delay` from now.
+    pub fn after(delay: Duration) -> Self {
+        Self {
+            period: None,
+            first_due: Some(delay),
+            policy: OverrunPolicy::SkipLateTicks,
+            max_catch_up_ticks: 1,
+        }
+    }
+
+    /// With overrun policy `policy`.
+    pub fn policy(mut self, policy: OverrunPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// With at most `n` ticks of a backlog delivered (`CatchUpBounded`).
+    pub fn max_catch_up_ticks(mut self, n: u64) -> Self {
+        self.max_catch_up_ticks = n;
+        self
+    }
+
+    /// With the first nominal due time `delay` from registration.
+    pub fn first_due(mut self, delay: Duration) -> Self {
+        self.first_due = Some(delay);
+        self
+    }
+
+    /// Checks the spec and returns the schedule of a registration at `now`.
+    pub(crate) fn schedule(&self, now: Nanos) -> Result<Schedule> {
+        let period = match self.period {
+            Some(p) if p.is_zero() => {
+                return Err(Error::InvalidArgument(
+                    "period must be greater than zero for a repeating timer (use a one-shot for a single tick)".into(),
+                ))
+            }
+            Some(p) => duration_to_nanos(p),
+            None => 0,
+        };
+        let delay = match (self.first_due, self.period) {
+            (Some(d), _) => duration_to_nanos(d),
+            (None, Some(_)) => period,
+            (None, None) => {
+                return Err(Error::InvalidArgument(
+                    "a one-shot timer needs a delay (first_due)".into(),
+                ))
+            }
+        };
+        let max_catch_up = normalize_max_catch_up(self.policy, self.max_catch_up_ticks)?;
+        Ok(Schedule::new(self.policy, max_catch_up, period, delay, now))
+    }
+}
+
+/// Fixed-size statistics of one generation (SPEC T8): counters, never histories.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TimerStats {
+    /// Callbacks delivered (completed Ok or Failed).
+    pub delivered: u64,
+    /// Of those, completed Failed.
+    pub failed: u64,
+    /// Nominal ticks skipped by the overrun policy.
+    pub skipped_ticks: u64,
+    /// Scheduled index of the last delivered tick.
+    pub last_scheduled_index: u64,
+}
