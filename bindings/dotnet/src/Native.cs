@@ -52,7 +52,7 @@ namespace SpotTimer.Interop
         public const uint RECORD_TICK = 0, RECORD_CANCEL_DONE = 1;
         public const ulong FIRST_DUE_DEFAULT = ulong.MaxValue;
         /// <summary>The ABI version this binding is built against: (major &lt;&lt; 16) | minor.</summary>
-        public const uint ABI_VERSION = 0x00010001;
+        public const uint ABI_VERSION = 0x00020000;
     }
 
     [NativeStruct("spot_timer")]
@@ -75,6 +75,7 @@ namespace SpotTimer.Interop
         public IntPtr callback;            // spot_batch_fn
         public IntPtr callback_env;
         public IntPtr callback_finalizer;  // spot_finalizer_fn
+        public ulong resolution_ns;        // ABI 2.0
     }
 
     [NativeStruct("spot_timer_spec")]
@@ -105,8 +106,10 @@ namespace SpotTimer.Interop
         public ulong delivery_index;
         public ulong scheduled_index;
         public ulong skipped_ticks;
-        public IntPtr live_word;           // const uint64_t *
+        public IntPtr live_word;           // uint64_t *
         public ulong live_value;
+        public ulong started_value;
+        public IntPtr lease_word;          // const uint64_t *
         public ulong tag;
     }
 
@@ -152,6 +155,10 @@ namespace SpotTimer.Interop
         // ABI 1.1
         public ulong ticks_due;
         public ulong ticks_discarded;
+        // ABI 2.0
+        public ulong records_taken_back;
+        public ulong records_abandoned;
+        public ulong scheduler_wakes_by_hosts;
     }
 
     [NativeStruct("spot_timer_stats")]

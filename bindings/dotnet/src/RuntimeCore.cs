@@ -477,6 +477,7 @@ namespace SpotTimer
         {
             var prevDispatching = t_dispatching;
             t_dispatching = this;
+            _batchNowStamp = 0; // one clock read per batch, at its first start check
             if (_handled.Length < n) _handled = new bool[n];
             _curBatch = recs; _curN = n;
             try
@@ -496,7 +497,8 @@ namespace SpotTimer
                     if (nc >= compCap) { FlushBuffer(comps, ref nc); }
                     ulong token = r->token;
                     TimerState st;
-                    if (!IsLive(r) || !States.TryGetValue((long)r->user_data, out st) || st.Core != this)
+                    if (!States.TryGetValue((long)r->user_data, out st) || st.Core != this
+                        || (st.Sync != null && !TryStart(r)))
                     {
                         comps[nc].token = token; comps[nc].outcome = C.OUTCOME_NOT_STARTED; comps[nc].reserved = 0; nc++;
                         continue;
@@ -519,7 +521,7 @@ namespace SpotTimer
                     }
                     else if (st.Async != null)
                     {
-                        StartAsync(st, tick, token, r->live_word, r->live_value);
+                        StartAsync(st, tick, token, r->live_word, r->live_value, r->started_value, r->lease_word);
                     }
                     else
                     {
@@ -538,11 +540,46 @@ namespace SpotTimer
         int _compCountRef;
         spot_completion* _compsRef;
 
-        static bool IsLive(spot_record* r)
+        // The runtime's clock, read through the library once per batch (and again when the
+        // batch has run for a while): the lease part of the start check without a P/Invoke
+        // per record.
+        ulong _batchNow;
+        long _batchNowStamp;
+        static readonly long s_clockRefresh = System.Diagnostics.Stopwatch.Frequency / 1000; // 1 ms
+
+        ulong BatchNow()
         {
-            long* w = (long*)r->live_word;
-            if (w == null) return false;
-            return (ulong)Volatile.Read(ref *w) == r->live_value;
+            long stamp = System.Diagnostics.Stopwatch.GetTimestamp();
+            if (_batchNowStamp == 0 || stamp - _batchNowStamp > s_clockRefresh)
+            {
+                ulong now;
+                if (Native.spot_now(Raw, &now) == 0) _batchNow = now;
+                _batchNowStamp = stamp;
+            }
+            return _batchNow;
+        }
+
+        /// <summary>The start check without a call (T1/T2/T6): the owner's lease still runs and the
+        /// record's word still holds its hand-over value, which an atomic compare-and-swap
+        /// replaces with the started value to claim the start.</summary>
+        bool TryStart(spot_record* r)
+        {
+            return StartCheck(r->live_word, r->live_value, r->started_value, r->lease_word, BatchNow());
+        }
+
+        /// <summary>Whether a record the host holds could still start (nobody ended it since the
+        /// hand-over); no claim.</summary>
+        static bool StillHanded(spot_record* r)
+        {
+            return r->live_word != IntPtr.Zero && (ulong)Volatile.Read(ref *(long*)r->live_word) == r->live_value;
+        }
+
+        static bool StartCheck(IntPtr liveWord, ulong liveValue, ulong startedValue, IntPtr leaseWord, ulong now)
+        {
+            if (liveWord == IntPtr.Zero || leaseWord == IntPtr.Zero) return false;
+            if (now >= (ulong)Volatile.Read(ref *(long*)leaseWord)) return false;
+            return (ulong)Interlocked.CompareExchange(ref *(long*)liveWord, (long)startedValue, (long)liveValue)
+                == liveValue;
         }
 
         void FlushBuffer(spot_completion* comps, ref int nc)
@@ -563,23 +600,28 @@ namespace SpotTimer
 
         // ------------------------------------------------------------------ async handlers
 
-        void StartAsync(TimerState st, Tick tick, ulong token, IntPtr liveWord, ulong liveValue)
+        void StartAsync(TimerState st, Tick tick, ulong token, IntPtr liveWord, ulong liveValue,
+                        ulong startedValue, IntPtr leaseWord)
         {
             Interlocked.Increment(ref _asyncInFlight);
-            ThreadPool.UnsafeQueueUserWorkItem(_ => RunAsync(st, tick, token, liveWord, liveValue), null);
+            ThreadPool.UnsafeQueueUserWorkItem(
+                _ => RunAsync(st, tick, token, liveWord, liveValue, startedValue, leaseWord), null);
         }
 
         int _liveReaders;
 
-        /// <summary>The T1/T2 re-check right before an async handler starts on the thread pool
-        /// (it may have waited in the pool queue). The native free waits for readers.</summary>
-        bool StillLive(IntPtr liveWord, ulong liveValue)
+        /// <summary>The start check right before an async handler starts on the thread pool (it
+        /// may have waited in the pool queue): one clock read, then the call-free check. The
+        /// native free waits for readers.</summary>
+        bool TryStartAsync(IntPtr liveWord, ulong liveValue, ulong startedValue, IntPtr leaseWord)
         {
             Interlocked.Increment(ref _liveReaders);
             try
             {
-                if (Disposed || liveWord == IntPtr.Zero) return false;
-                return (ulong)Volatile.Read(ref *(long*)liveWord) == liveValue;
+                if (Disposed) return false;
+                ulong now;
+                if (Native.spot_now(Raw, &now) != 0) return false;
+                return StartCheck(liveWord, liveValue, startedValue, leaseWord, now);
             }
             finally { Interlocked.Decrement(ref _liveReaders); }
         }
@@ -591,9 +633,10 @@ namespace SpotTimer
             while (Volatile.Read(ref _liveReaders) != 0) spin.SpinOnce();
         }
 
-        void RunAsync(TimerState st, Tick tick, ulong token, IntPtr liveWord, ulong liveValue)
+        void RunAsync(TimerState st, Tick tick, ulong token, IntPtr liveWord, ulong liveValue,
+                      ulong startedValue, IntPtr leaseWord)
         {
-            if (!StillLive(liveWord, liveValue))
+            if (!TryStartAsync(liveWord, liveValue, startedValue, leaseWord))
             {
                 FinishAsync(token, C.OUTCOME_NOT_STARTED);
                 return;
@@ -743,7 +786,7 @@ namespace SpotTimer
                     for (int j = _curIndex + 1; j < _curN; j++)
                     {
                         spot_record* r = _curBatch + j;
-                        if (r->kind != C.RECORD_TICK || _handled[j] || IsLive(r)) continue;
+                        if (r->kind != C.RECORD_TICK || _handled[j] || StillHanded(r)) continue;
                         _handled[j] = true;
                         var c = new spot_completion { token = r->token, outcome = C.OUTCOME_NOT_STARTED };
                         Native.spot_complete(Raw, &c, (UIntPtr)1);

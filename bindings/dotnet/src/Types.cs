@@ -128,6 +128,8 @@ namespace SpotTimer
             InvalidCompletions = (long)s.invalid_completions; StaleEntriesDropped = (long)s.stale_entries_dropped;
             Compactions = (long)s.compactions; GateWaits = (long)s.gate_waits;
             TicksDue = (long)s.ticks_due; TicksDiscarded = (long)s.ticks_discarded;
+            RecordsTakenBack = (long)s.records_taken_back; RecordsAbandoned = (long)s.records_abandoned;
+            SchedulerWakesByHosts = (long)s.scheduler_wakes_by_hosts;
             ManagedTransitions = managedTransitions;
         }
         public long SchedulerThreads, WakeupPrimitives, OsTimers, QueueLength, LiveTimers, Owners, Wakeups,
@@ -141,6 +143,15 @@ namespace SpotTimer
         /// <summary>Due ticks never delivered because the generation was cancelled, superseded
         /// or the runtime closed.</summary>
         public long TicksDiscarded;
+        /// <summary>Records taken back before a host received them (also in NotStarted). Once
+        /// every generation has ended: RecordsPublished == CompletedOk + CompletedFailed +
+        /// CompletedDeferred + NotStarted + RecordsAbandoned.</summary>
+        public long RecordsTakenBack;
+        /// <summary>Records the host held when the runtime was disposed.</summary>
+        public long RecordsAbandoned;
+        /// <summary>Times a registering or completing thread woke the scheduler for an earlier
+        /// deadline.</summary>
+        public long SchedulerWakesByHosts;
         /// <summary>P/Invoke calls the managed delivery path made (exchange + complete calls).</summary>
         public long ManagedTransitions;
     }

@@ -526,7 +526,7 @@ namespace SpotTimer.Tests
         [Test]
         public void StatusNamesAndAbiVersion()
         {
-            Assert.AreEqual(0x00010001u, SpotTimer.Interop.Native.spot_abi_version());
+            Assert.AreEqual(0x00020000u, SpotTimer.Interop.Native.spot_abi_version());
             Assert.AreEqual("SPOT_E_TIMEOUT", SpotTimer.Interop.Native.StatusName(11));
             Assert.AreEqual("SPOT_E_UNKNOWN_STATUS", SpotTimer.Interop.Native.StatusName(999));
         }

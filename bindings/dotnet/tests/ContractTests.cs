@@ -39,8 +39,8 @@ namespace SpotTimer.Tests
                 Assert.AreEqual(0, oldRuns);
                 Assert.AreEqual(1, newRuns);
                 Assert.IsTrue(old.HasEnded);
-                // the superseded generation's slot now holds the new one: its handle is stale
-                Assert.Throws<StaleTimerException>(() => old.Cancel(T.Wait));
+                // cancelling the superseded generation gives its terminal result
+                Assert.AreEqual(EndReason.Superseded, old.Cancel(T.Wait).Reason);
                 Assert.AreNotEqual(old.Generation, fresh.Generation);
 
                 // (b) a record already in the batch handed to C#: re-registered by an earlier

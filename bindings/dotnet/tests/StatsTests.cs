@@ -23,7 +23,7 @@ namespace SpotTimer.Tests
         [Test]
         public void AbiVersion_IsTheOneThisBindingMirrors()
         {
-            Assert.AreEqual(0x00010001u, C.ABI_VERSION);
+            Assert.AreEqual(0x00020000u, C.ABI_VERSION);
             Assert.AreEqual(C.ABI_VERSION, Native.spot_abi_version());
         }
 

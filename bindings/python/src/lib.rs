@@ -206,8 +206,7 @@ impl Inner {
             st.backlog.extend(out);
             st.backlog.retain(|rec| match rec {
                 Record::Tick(t) => {
-                    let (word, live) = t.live_word();
-                    if word.load(Ordering::Acquire) != live {
+                    if !self.rt.startable(t) {
                         stale.push(t.complete(Outcome::NotStarted));
                         false
                     } else {
@@ -838,6 +837,8 @@ impl NativeOwner {
                     inner: inner.clone(),
                     handle,
                     pid,
+                    key,
+                    owner_id: self.owner.id(),
                 })
             }
             Err(e) => {
@@ -906,6 +907,8 @@ struct NativeTimer {
     inner: Arc<Inner>,
     handle: TimerHandle<u64>,
     pid: u64,
+    key: u64,
+    owner_id: u64,
 }
 
 fn result_value(py: Python<'_>, r: EndResult) -> PyResult<u8> {
@@ -916,12 +919,12 @@ fn result_value(py: Python<'_>, r: EndResult) -> PyResult<u8> {
 impl NativeTimer {
     #[getter]
     fn key(&self) -> u64 {
-        self.handle.key()
+        self.key
     }
 
     #[getter]
     fn owner_id(&self) -> u64 {
-        self.handle.owner_id()
+        self.owner_id
     }
 
     #[getter]
@@ -1007,8 +1010,8 @@ impl NativeTimer {
     fn __repr__(&self) -> String {
         format!(
             "<spot_timer Timer owner={} key={} generation={}>",
-            self.handle.owner_id(),
-            self.handle.key(),
+            self.owner_id,
+            self.key,
             self.handle.id().generation
         )
     }
