@@ -216,3 +216,67 @@ impl OwnerTable {
         self.ids.read().len()
     }
 }
+
+#[cfg(all(test, spot_loom))]
+mod loom_models {
+    use super::*;
+    use loom::sync::Arc;
+    use loom::thread;
+    use std::sync::atomic::Ordering::SeqCst;
+
+    fn entry_with_lease(epoch: u64, deadline: Nanos) -> OwnerEntry {
+        let e = OwnerEntry::default();
+        e.epoch.store(epoch, SeqCst);
+        e.deadline.store(deadline, SeqCst);
+        e
+    }
+
+    /// A renewal racing an expiry: either the renewal wins (and the lease is not expired)
+    /// or the expiry wins (and the renewal fails) — never both.
+    #[test]
+    fn renewal_and_expiry_never_both_win() {
+        loom::model(|| {
+            let o = Arc::new(entry_with_lease(7, 100));
+            let host = {
+                let o = o.clone();
+                thread::spawn(move || o.renew(7, 99, 149).is_ok())
+            };
+            let expired = o.expire_if_due(100);
+            let renewed = host.join().unwrap();
+            assert!(!(renewed && expired));
+            let deadline = o.deadline.load(SeqCst);
+            assert_eq!(deadline, if expired { EXPIRED } else { 149 });
+        });
+    }
+
+    /// A host's lease check right before a start racing the lease's expiry and a
+    /// revocation (which stores EXPIRED): once either has been published, the check fails.
+    #[test]
+    fn lease_check_after_expiry_or_revoke_fails() {
+        loom::model(|| {
+            let o = Arc::new(entry_with_lease(7, 100));
+            let published = Arc::new(loom::sync::atomic::AtomicU64::new(0));
+            let scheduler = {
+                let (o, p) = (o.clone(), published.clone());
+                thread::spawn(move || {
+                    assert!(o.expire_if_due(100));
+                    p.fetch_add(1, SeqCst);
+                })
+            };
+            let revoker = {
+                let (o, p) = (o.clone(), published.clone());
+                thread::spawn(move || {
+                    o.epoch.store(8, SeqCst);
+                    o.deadline.store(EXPIRED, SeqCst);
+                    p.fetch_add(1, SeqCst);
+                })
+            };
+            let seen = published.load(SeqCst);
+            let passed = o.check(7, || 99).is_ok();
+            assert!(!(seen > 0 && passed), "a start passed after its authority ended");
+            scheduler.join().unwrap();
+            revoker.join().unwrap();
+            assert!(o.check(7, || 99).is_err());
+        });
+    }
+}

@@ -14,6 +14,7 @@ use crate::error::Error;
 use crate::hash::hash_u64;
 use crate::runtime::shared::{Shared, Work};
 use crate::slot::word::{self, EndClaim};
+use crate::slot::succession;
 use crate::slot::{HAS_COLD, HAS_WAITERS};
 use crate::spec::TimerId;
 use crate::stats::C;
@@ -214,13 +215,14 @@ impl<P> Shared<P> {
         let forget_owner = {
             let mut inner = owner.inner.lock();
             if let Ok(entry) = inner.keys.find_entry(hash, |&s| s == index) {
-                let predecessor = slot.inflight.load(Relaxed) as u32;
-                if word::phase(from) == word::BLOCKED
-                    && self.still_ending(predecessor, owner_index, key)
-                {
-                    *entry.into_mut() = predecessor;
-                } else {
-                    entry.remove();
+                let inflight = slot.inflight.load(Relaxed);
+                match succession::key_after_end(from, inflight, |p| {
+                    p != index && self.still_ending(p, owner_index, key)
+                }) {
+                    Some(p) => *entry.into_mut() = p,
+                    None => {
+                        entry.remove();
+                    }
                 }
             } else if after_callback {
                 let successor = inner
@@ -229,11 +231,7 @@ impl<P> Shared<P> {
                     .copied();
                 if let Some(s) = successor {
                     let next = self.slots.slot(s);
-                    let w = next.word.load(Acquire);
-                    if word::phase(w) == word::BLOCKED
-                        && next.inflight.load(Relaxed) == u64::from(index)
-                        && word::unblock(&next.word, w).is_some()
-                    {
+                    if succession::release_successor(index, &next.word, next.inflight.load(Relaxed)) {
                         work.retry.push(s);
                     }
                 }
@@ -246,7 +244,8 @@ impl<P> Shared<P> {
         }
     }
 
-    /// Is slot `index` a generation of (owner, key) whose end waits for its record?
+    /// Is slot `index` a generation of (owner, key) whose end is in progress (its record's
+    /// callback running or completing, or its end being finished)?
     pub(crate) fn still_ending(&self, index: u32, owner_index: u32, key: u64) -> bool {
         let Some(s) = self.slots.get(index) else {
             return false;

@@ -56,8 +56,9 @@ impl<P: Clone> Shared<P> {
             key: slot.key.load(Relaxed),
             runtime: self.id,
             queued: handed,
-            word: slot.word.as_ptr() as usize,
-            lease: owner.deadline.as_ptr() as usize,
+            // An AtomicU64 has the layout of a u64: its address is the word's.
+            word: &slot.word as *const _ as usize,
+            lease: &owner.deadline as *const _ as usize,
         })
     }
 }
@@ -81,6 +82,18 @@ impl<P> Shared<P> {
         }
         CURRENT_CALLBACK.with(|c| c.set((self.id, timer.slot, timer.generation)));
         Ok(())
+    }
+
+    /// Whether a handed-over record could still start (see [`crate::Runtime::startable`]).
+    pub(crate) fn startable(&self, timer: TimerId, handed: u64) -> bool {
+        let Some(slot) = self.slots.get(timer.slot) else {
+            return false;
+        };
+        if slot.word.load(Acquire) != handed || word::generation(handed) != timer.generation {
+            return false;
+        }
+        let deadline = self.owners.entry(slot.owner_index()).deadline.load(Acquire);
+        deadline == NO_DEADLINE || deadline > self.now()
     }
 
     /// Applies one completion; false when its token matches no record awaiting completion

@@ -401,6 +401,13 @@ impl<P: Clone + Send + Sync + 'static> Runtime<P> {
         record.runtime == self.shared.id && self.shared.start(record.timer, record.queued).is_ok()
     }
 
+    /// Whether a record could still start (its generation current and not cancelled, its
+    /// owner's lease running), without claiming the start: for a host deciding what to do
+    /// with records it holds. [`Runtime::begin`] is the check that starts one.
+    pub fn startable(&self, record: &TickRecord<P>) -> bool {
+        record.runtime == self.shared.id && self.shared.startable(record.timer, record.queued)
+    }
+
     /// The start check of a record the host holds in its own form (the C ABI's): its
     /// generation and the word it was handed over with. `Error::StaleHandle` (cancelled,
     /// replaced, ended, already started) or `Error::LeaseExpired`: don't start it.

@@ -2,14 +2,14 @@
 //! key table under the owner's lock, one entry in the thread's shard of the deadline
 //! queue. The scheduler hears of it only if the new deadline is earlier than its sleep.
 
-use std::sync::atomic::Ordering::{Acquire, Relaxed, SeqCst};
+use std::sync::atomic::Ordering::{Relaxed, SeqCst};
 
 use crate::cold::{ColdTable, ReleaseHook};
 use crate::end::EndReason;
 use crate::error::{Error, Result};
 use crate::hash::hash_u64;
 use crate::runtime::shared::{next_generation, with_work, Shared};
-use crate::slot::word::{self, EndClaim};
+use crate::slot::{succession, word};
 use crate::slot::{EXACT, HAS_COLD};
 use crate::spec::{TimerId, TimerKey, TimerSpec};
 use crate::stats::C;
@@ -76,35 +76,19 @@ impl<P> Shared<P> {
                 .find(hash, |&s| self.slots.slot(s).key.load(Relaxed) == key)
                 .copied();
             let mut superseded = None;
-            // The slot whose callback the new generation must wait for, if any.
+            // The slot whose callback the new generation must wait for, if any (T3).
             let mut wait_for = None;
             match existing {
                 Some(old) => {
-                    let ow = self.slots.slot(old).word.load(Acquire);
-                    match word::claim_end(
-                        &self.slots.slot(old).word,
-                        word::generation(ow),
-                        EndReason::Superseded as u8,
-                        false,
-                    ) {
-                        EndClaim::Claimed { ending, from } => {
-                            if word::phase(from) == word::BLOCKED {
-                                wait_for = Some(self.slots.slot(old).inflight.load(Relaxed) as u32);
-                            }
-                            superseded = Some((old, ending, from));
-                        }
-                        // Its callback runs: the new generation waits for it.
-                        EndClaim::Pending => wait_for = Some(old),
-                        // Being ended by another thread: if it was itself waiting behind a
-                        // running callback, so does the new one.
-                        EndClaim::Ending => {
-                            let p = self.slots.slot(old).inflight.load(Relaxed) as u32;
-                            if self.still_ending(p, owner_index, key) {
-                                wait_for = Some(p);
-                            }
-                        }
-                        EndClaim::Ended(_) | EndClaim::Stale => {}
-                    }
+                    let old_slot = self.slots.slot(old);
+                    let s = succession::supersede(
+                        old,
+                        &old_slot.word,
+                        old_slot.inflight.load(Relaxed),
+                        |p| self.still_ending(p, owner_index, key),
+                    );
+                    superseded = s.claimed.map(|(ending, from)| (old, ending, from));
+                    wait_for = s.wait_for;
                     let slot_of_key = inner
                         .keys
                         .find_mut(hash, |&s| s == old)
@@ -118,7 +102,7 @@ impl<P> Shared<P> {
                 }
             }
             if let Some(p) = wait_for {
-                slot.inflight.store(u64::from(p), Relaxed);
+                slot.inflight.store(succession::waits_for(p), Relaxed);
             }
             inner.live += 1;
             let w = word::fresh(generation, wait_for.is_some());

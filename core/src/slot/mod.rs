@@ -13,6 +13,7 @@
 //! queues so that an ended generation's result stays readable through its handle for as
 //! long as possible.
 
+pub(crate) mod succession;
 pub(crate) mod word;
 
 use std::cell::UnsafeCell;

@@ -428,6 +428,7 @@ mod tests {
 #[cfg(all(test, spot_loom))]
 mod loom_models {
     use super::*;
+    use std::sync::atomic::Ordering::Release;
     use loom::sync::Arc;
     use loom::thread;
 
