@@ -23,10 +23,16 @@ fn a_forgotten_owners_lease_entry_never_ends_the_next_owner_of_its_index() {
     leased.release().unwrap();
     h.rt.sync().unwrap();
     assert_eq!(t1.result(), Some(Ok(EndReason::Revoked)));
-    assert_eq!(h.rt.stats().owners, 0, "forgotten at once: no timer was running");
+    assert_eq!(
+        h.rt.stats().owners,
+        0,
+        "forgotten at once: no timer was running"
+    );
     // Owner 2, no lease, takes the freed index.
     let plain = h.owner(2);
-    let t2 = plain.register(0, TimerSpec::every(ms(10)), 2, None).unwrap();
+    let t2 = plain
+        .register(0, TimerSpec::every(ms(10)), 2, None)
+        .unwrap();
     // Past owner 1's old deadline: its lease entry surfaces and must be recognised stale.
     for _ in 0..10 {
         h.advance(ms(10));
@@ -91,7 +97,9 @@ fn release_and_revoke_end_timers_as_revoked_when_a_lease_entry_is_due_at_that_in
         let id = 100 + round;
         // A leased owner whose lease entry is due exactly when it is released.
         let leased = h.owner_with(id, OwnerOptions::lease(ms(10)));
-        let a = leased.register(0, TimerSpec::every(ms(3)), 0, None).unwrap();
+        let a = leased
+            .register(0, TimerSpec::every(ms(3)), 0, None)
+            .unwrap();
         h.advance(ms(9));
         h.run_ready();
         h.clock.advance(ms(1)); // the lease deadline is now, the scheduler has not looked
@@ -138,7 +146,8 @@ enum Op {
 fn op() -> impl Strategy<Value = Op> {
     let id = 0u64..4;
     prop_oneof![
-        (id.clone(), proptest::option::of(1u64..40)).prop_map(|(id, lease_ms)| Op::Acquire { id, lease_ms }),
+        (id.clone(), proptest::option::of(1u64..40))
+            .prop_map(|(id, lease_ms)| Op::Acquire { id, lease_ms }),
         (id.clone(), 0u64..3).prop_map(|(id, key)| Op::Register { id, key }),
         id.clone().prop_map(|id| Op::Release { id }),
         id.clone().prop_map(|id| Op::Revoke { id }),
@@ -276,7 +285,9 @@ fn a_key_registered_again_while_its_previous_generation_is_ending_keeps_it() {
             hook_started.recv().unwrap();
             // While A's hook runs: the owner again, and key 0 again (B).
             let again = h.owner_with(1, OwnerOptions::default());
-            let b = again.register(0, TimerSpec::every(ms(10)), 2, None).unwrap();
+            let b = again
+                .register(0, TimerSpec::every(ms(10)), 2, None)
+                .unwrap();
             let_hook_finish.send(()).unwrap();
             t.join().unwrap().unwrap();
             (again, b)
@@ -288,12 +299,18 @@ fn a_key_registered_again_while_its_previous_generation_is_ending_keeps_it() {
     // Unrelated registrations never take B's slot.
     let other = h.owner(2);
     let others: Vec<_> = (0..2000)
-        .map(|k| other.register(k, TimerSpec::every(ms(10)), 3, None).unwrap())
+        .map(|k| {
+            other
+                .register(k, TimerSpec::every(ms(10)), 3, None)
+                .unwrap()
+        })
         .collect();
     assert!(others.iter().all(|o| o.id().slot != b.id().slot));
     assert!(b.is_live());
     // A third registration of key 0 supersedes B: one live generation per key.
-    let c = again.register(0, TimerSpec::every(ms(10)), 4, None).unwrap();
+    let c = again
+        .register(0, TimerSpec::every(ms(10)), 4, None)
+        .unwrap();
     assert_eq!(b.result(), Some(Ok(EndReason::Superseded)));
     h.advance(ms(10));
     let ran: Vec<u32> = h
@@ -317,7 +334,10 @@ fn released_owners_reusing_indexes_with_due_lease_entries_end_revoked() {
         let base = round * 10 * n;
         // Leased owners whose lease entries go into the queue, then are forgotten.
         let leased: Vec<_> = (0..n)
-            .map(|i| rt.acquire_owner(base + i, OwnerOptions::lease(ms(30))).unwrap())
+            .map(|i| {
+                rt.acquire_owner(base + i, OwnerOptions::lease(ms(30)))
+                    .unwrap()
+            })
             .collect();
         rt.sync().unwrap();
         for o in &leased {
@@ -326,11 +346,17 @@ fn released_owners_reusing_indexes_with_due_lease_entries_end_revoked() {
         rt.sync().unwrap();
         // Lease-free owners take their indexes.
         let fresh: Vec<_> = (0..n)
-            .map(|i| rt.acquire_owner(base + n + i, OwnerOptions::default()).unwrap())
+            .map(|i| {
+                rt.acquire_owner(base + n + i, OwnerOptions::default())
+                    .unwrap()
+            })
             .collect();
         let timers: Vec<_> = fresh
             .iter()
-            .map(|o| o.register(0, TimerSpec::after(Duration::from_secs(60)), 0, None).unwrap())
+            .map(|o| {
+                o.register(0, TimerSpec::after(Duration::from_secs(60)), 0, None)
+                    .unwrap()
+            })
             .collect();
         // Release them around the old lease deadlines, while those entries surface.
         std::thread::sleep(ms(28));
@@ -347,7 +373,12 @@ fn released_owners_reusing_indexes_with_due_lease_entries_end_revoked() {
             .filter_map(|t| t.result())
             .filter(|r| *r != Ok(EndReason::Revoked))
             .collect();
-        assert!(wrong.is_empty(), "round {round}: {} ended otherwise: {:?}", wrong.len(), &wrong[..wrong.len().min(3)]);
+        assert!(
+            wrong.is_empty(),
+            "round {round}: {} ended otherwise: {:?}",
+            wrong.len(),
+            &wrong[..wrong.len().min(3)]
+        );
         assert!(timers.iter().all(|t| t.result().is_some()));
     }
 }

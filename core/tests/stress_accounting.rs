@@ -142,6 +142,25 @@ fn check_accounting(name: &str, s: &Stats, ledger: &Ledger) -> u64 {
         ledger.deferred, s.completed_deferred,
         "{name}: deferred count"
     );
+    // The record identity: every published record was completed (ok, failed, deferred),
+    // never started (completed so by the host, or taken back before a host received it),
+    // or abandoned by the close.
+    let records = s.completed_ok
+        + s.completed_failed
+        + s.completed_deferred
+        + s.not_started
+        + s.records_abandoned;
+    assert_eq!(
+        s.records_published, records,
+        "{name}: record identity broken (published {} vs accounted {records}): {s:#?}",
+        s.records_published
+    );
+    assert!(
+        s.records_taken_back <= s.not_started,
+        "{name}: records taken back {} vs not started {}",
+        s.records_taken_back,
+        s.not_started
+    );
     s.ticks_due
 }
 

@@ -84,6 +84,44 @@ static uint64_t new_runtime(uint32_t clock) {
     CHECK_ST(spot_runtime_new(&cfg, &rt), SPOT_OK);
     return rt;
 }
+/* Ends every generation (revoking the given owners, epochs[i] their authorities), completes
+ * whatever is still delivered as not started, then checks the two accounting identities
+ * of the runtime's counters:
+ *   ticks:   ticks_due == completed_ok + completed_failed + ticks_skipped
+ *                         + ticks_dropped_authority + ticks_discarded
+ *   records: records_published == completed_ok + completed_failed + completed_deferred
+ *                                 + not_started + records_abandoned */
+static void end_all_and_check_identities(uint64_t rt, const uint64_t *owners, const uint64_t *epochs,
+                                         size_t n_owners, const char *name) {
+    for (size_t i = 0; i < n_owners; i++) spot_owner_revoke(rt, owners[i], epochs[i]);
+    struct spot_record recs[256];
+    struct spot_completion done[256];
+    struct spot_stats s;
+    for (int round = 0; round < 1000; round++) {
+        size_t n = 0;
+        CHECK_ST(spot_exchange(rt, NULL, 0, recs, 256, 1 * MS, &n), SPOT_OK);
+        for (size_t i = 0; i < n; i++)
+            done[i] = (struct spot_completion){recs[i].token, SPOT_OUTCOME_NOT_STARTED, 0};
+        if (n) CHECK_ST(spot_complete(rt, done, n), SPOT_OK);
+        memset(&s, 0, sizeof s);
+        s.struct_size = sizeof s;
+        CHECK_ST(spot_stats(rt, &s), SPOT_OK);
+        if (n == 0 && s.live_timers == 0) break;
+    }
+    CHECK(s.live_timers == 0);
+    uint64_t ticks = s.completed_ok + s.completed_failed + s.ticks_skipped +
+                     s.ticks_dropped_authority + s.ticks_discarded;
+    uint64_t records = s.completed_ok + s.completed_failed + s.completed_deferred + s.not_started +
+                       s.records_abandoned;
+    CHECK(s.ticks_due == ticks);
+    CHECK(s.records_published == records);
+    printf("FIGURES %s identities: ticks_due=%llu accounted=%llu records_published=%llu "
+           "accounted=%llu taken_back=%llu\n",
+           name, (unsigned long long)s.ticks_due, (unsigned long long)ticks,
+           (unsigned long long)s.records_published, (unsigned long long)records,
+           (unsigned long long)s.records_taken_back);
+}
+
 static struct spot_timer_spec every(uint64_t period_ns) {
     struct spot_timer_spec sp;
     memset(&sp, 0, sizeof sp);
@@ -271,12 +309,17 @@ static void stalled_host(void) {
     struct per_timer *pt = calloc(ntimers, sizeof *pt);
     size_t cap = 2 * ntimers + 16;
     struct spot_record *recs = calloc(cap, sizeof *recs);
+    uint64_t *owner_ids = calloc(ntimers / 2 + 1, sizeof *owner_ids);
+    uint64_t *epochs = calloc(ntimers / 2 + 1, sizeof *epochs);
     for (size_t i = 0; i < ntimers; i++) {
-        uint64_t epoch, owner = i / 2;
-        if (i % 2 == 0) CHECK_ST(spot_owner_acquire(rt, owner, 0, SPOT_GATE_CONCURRENT, &epoch), SPOT_OK);
+        uint64_t owner = i / 2;
+        if (i % 2 == 0) {
+            owner_ids[owner] = owner;
+            CHECK_ST(spot_owner_acquire(rt, owner, 0, SPOT_GATE_CONCURRENT, &epochs[owner]), SPOT_OK);
+        }
         struct spot_timer_spec sp = every((1 + i % 5) * MS);
         struct spot_timer t;
-        CHECK_ST(spot_timer_register(rt, owner, 1, i % 2, &sp, (void *)(uintptr_t)i, NULL, &t), SPOT_OK);
+        CHECK_ST(spot_timer_register(rt, owner, epochs[owner], i % 2, &sp, (void *)(uintptr_t)i, NULL, &t), SPOT_OK);
         pt[i].generation = t.generation;
     }
     int violations = 0;
@@ -331,7 +374,10 @@ static void stalled_host(void) {
     long growth = rss_stalled - rss_before;
     CHECK(growth < 32 * 1024); /* bounded: no per-tick growth while stalled */
     CHECK(s.queue_len <= 4 * ntimers + 1024);
+    end_all_and_check_identities(rt, owner_ids, epochs, (ntimers + 1) / 2, "stalled_host");
     CHECK_ST(spot_runtime_free(rt), SPOT_OK);
+    free(owner_ids);
+    free(epochs);
     printf("FIGURES stalled_host: timers=%zu stall_ms=%llu pending_after_stall=%zu dup=%d "
            "rss_growth_kib=%ld queue_len=%llu max_skipped=%llu stale_labels=%zu ran_before=%llu ran_after=%llu violations=%d\n",
            ntimers, (unsigned long long)stall_ms, n, dup, growth, (unsigned long long)s.queue_len,
@@ -459,6 +505,7 @@ struct chost {
     atomic_int *stop;
     uint64_t ran;
     int id;
+    uint64_t epoch; /* churners: their owner's authority */
 };
 
 static void *exchanger(void *arg) {
@@ -487,6 +534,7 @@ static void *churner(void *arg) {
     struct chost *h = arg;
     uint64_t epoch;
     CHECK_ST(spot_owner_acquire(h->rt, 100 + h->id, 0, SPOT_GATE_CONCURRENT, &epoch), SPOT_OK);
+    h->epoch = epoch;
     struct spot_timer ts[256];
     memset(ts, 0, sizeof ts);
     unsigned seed = 1234u + (unsigned)h->id;
@@ -518,7 +566,7 @@ static void concurrent_hosts(void) {
     struct chost hs[6];
     pthread_t th[6];
     for (int i = 0; i < 6; i++) {
-        hs[i] = (struct chost){rt, &stop, 0, i};
+        hs[i] = (struct chost){rt, &stop, 0, i, 0};
         pthread_create(&th[i], NULL, i < 4 ? exchanger : churner, &hs[i]);
     }
     sleep_ms(env_u64("RELIABILITY_CONCURRENT_MS", 2000));
@@ -529,6 +577,8 @@ static void concurrent_hosts(void) {
         if (i < 4) ran += hs[i].ran; else ops += hs[i].ran;
     }
     CHECK(ran > 0);
+    uint64_t owners[2] = {104, 105}, epochs[2] = {hs[4].epoch, hs[5].epoch};
+    end_all_and_check_identities(rt, owners, epochs, 2, "concurrent_hosts");
     CHECK_ST(spot_runtime_free(rt), SPOT_OK);
     printf("FIGURES concurrent_hosts: exchangers=4 churners=2 callbacks_run=%llu registrations=%llu\n",
            (unsigned long long)ran, (unsigned long long)ops);

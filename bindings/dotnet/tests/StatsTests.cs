@@ -120,6 +120,10 @@ namespace SpotTimer.Tests
                 Assert.AreEqual(st.TicksDue,
                     st.CompletedOk + st.CompletedFailed + st.TicksSkipped + st.TicksDroppedAuthority + st.TicksDiscarded,
                     "accounting identity");
+                Assert.AreEqual(st.RecordsPublished,
+                    st.CompletedOk + st.CompletedFailed + st.CompletedDeferred + st.NotStarted + st.RecordsAbandoned,
+                    "record identity");
+                Assert.LessOrEqual(st.RecordsTakenBack, st.NotStarted);
                 Assert.Greater(st.TicksDue, 0);
                 Assert.Greater(st.TicksDiscarded, 0);
                 Assert.Greater(st.TicksSkipped, 0);

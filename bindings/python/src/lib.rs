@@ -138,6 +138,12 @@ struct DispatchState {
     backlog: VecDeque<Record<u64>>,
     /// The thread that last delivered records (dispatcher or event-loop thread).
     delivery_thread: Option<ThreadId>,
+    /// The exchange's record buffer, kept between calls: a batch of 20,000 records is
+    /// megabytes, and freeing it on every call raises glibc's mmap threshold, after which
+    /// the next copies stay resident in the heap (RSS growing round after round).
+    out: Vec<Record<u64>>,
+    /// An empty completion list with its capacity, for the same reason.
+    spare_completions: Vec<Completion>,
 }
 
 struct Inner {
@@ -321,17 +327,35 @@ impl NativeRuntime {
             Some(c) => ClockKind::Manual(c.clock.clone()),
             None => ClockKind::Real,
         };
+        let objects = Arc::new(Mutex::new(PyObjects::default()));
+        let ended = Arc::new(Mutex::new(Vec::new()));
+        // One release function for the runtime, not a hook and an end subscriber per
+        // registration: it runs the timer's Python release callback (if it has one) and
+        // queues its objects to be dropped at the next attached call.
+        let release = {
+            let (objects, ended) = (objects.clone(), ended.clone());
+            move |pid: &u64| {
+                let cb = objects.lock().releases.remove(pid);
+                let r = match cb {
+                    Some(cb) => run_release(cb),
+                    None => Ok(()),
+                };
+                ended.lock().push(*pid);
+                r
+            }
+        };
         let rt = Runtime::new(RuntimeConfig {
             clock: kind,
             sink: Sink::Exchange,
+            release: Some(Box::new(release)),
             ..RuntimeConfig::default()
         })
         .map_err(|e| to_py(py, e))?;
         Ok(Self {
             inner: Arc::new(Inner {
                 rt,
-                objects: Arc::new(Mutex::new(PyObjects::default())),
-                ended: Arc::new(Mutex::new(Vec::new())),
+                objects,
+                ended,
                 state: Mutex::new(DispatchState::default()),
                 async_inflight: Mutex::new(HashSet::new()),
                 next_id: AtomicU64::new(1),
@@ -501,7 +525,10 @@ impl NativeRuntime {
             compactions,
             gate_waits,
             ticks_due,
-            ticks_discarded
+            ticks_discarded,
+            records_taken_back,
+            records_abandoned,
+            scheduler_wakes_by_hosts
         );
         Ok(d)
     }
@@ -546,13 +573,17 @@ fn pump<'py>(
 ) -> PyResult<PumpResult<'py>> {
     inner.purge();
     let allow_coroutines = inner.mode.load(Ordering::Relaxed) == MODE_ASYNCIO;
-    let (mut completions, have_backlog) = {
+    let (mut completions, have_backlog, mut out) = {
         let mut st = inner.state.lock();
         st.delivery_thread = Some(std::thread::current().id());
-        (std::mem::take(&mut st.completions), !st.backlog.is_empty())
+        let spare = std::mem::take(&mut st.spare_completions);
+        (
+            std::mem::replace(&mut st.completions, spare),
+            !st.backlog.is_empty(),
+            std::mem::take(&mut st.out),
+        )
     };
     let deadline = timeout_ns.map(|t| Instant::now() + Duration::from_nanos(t));
-    let mut out = Vec::new();
     if have_backlog {
         // Hand in the completions, but don't wait: the backlog is work to do now.
         let r = if completions.is_empty() {
@@ -605,7 +636,10 @@ fn pump<'py>(
     }
     {
         let mut st = inner.state.lock();
-        st.backlog.extend(out);
+        st.backlog.extend(out.drain(..));
+        st.out = out;
+        completions.clear();
+        st.spare_completions = completions;
     }
     let mut extras: Option<Bound<'py, PyList>> = None;
     let mut processed = 0usize;
@@ -823,24 +857,21 @@ impl NativeOwner {
         }
         spec = spec.policy(policy).max_catch_up_ticks(max_catch_up_ticks);
         let pid = inner.next_id.fetch_add(1, Ordering::Relaxed);
-        let hook = release.map(|r| {
-            inner.objects.lock().releases.insert(pid, r);
-            let objects = inner.objects.clone();
-            Box::new(move || run_release(&objects, pid)) as spot_timer_core::ReleaseHook
-        });
-        inner.objects.lock().handlers.insert(pid, handler);
-        match self.owner.register(key, spec, pid, hook) {
-            Ok(handle) => {
-                let ended = inner.ended.clone();
-                handle.on_end(move |_| ended.lock().push(pid));
-                Ok(NativeTimer {
-                    inner: inner.clone(),
-                    handle,
-                    pid,
-                    key,
-                    owner_id: self.owner.id(),
-                })
+        {
+            let mut o = inner.objects.lock();
+            if let Some(r) = release {
+                o.releases.insert(pid, r);
             }
+            o.handlers.insert(pid, handler);
+        }
+        match self.owner.register(key, spec, pid, None) {
+            Ok(handle) => Ok(NativeTimer {
+                inner: inner.clone(),
+                handle,
+                pid,
+                key,
+                owner_id: self.owner.id(),
+            }),
             Err(e) => {
                 let taken = {
                     let mut o = inner.objects.lock();
@@ -877,25 +908,19 @@ impl NativeOwner {
     }
 }
 
-/// Runs a Python release hook on the scheduler thread; its exception becomes the
-/// generation's terminal result (`CleanupFailed`).
-fn run_release(objects: &Arc<Mutex<PyObjects>>, pid: u64) -> Result<(), String> {
-    Python::try_attach(|py| {
-        let cb = objects.lock().releases.remove(&pid);
-        match cb {
-            None => Ok(()),
-            Some(cb) => match cb.bind(py).call0() {
-                Ok(_) => Ok(()),
-                Err(e) => {
-                    let v = e.value(py);
-                    let name = v
-                        .get_type()
-                        .name()
-                        .map(|n| n.to_string())
-                        .unwrap_or_else(|_| "Exception".into());
-                    Err(format!("{name}: {v}"))
-                }
-            },
+/// Runs a timer's Python release callback on the thread that ends its generation; its
+/// exception becomes the generation's terminal result (`CleanupFailed`).
+fn run_release(cb: Py<PyAny>) -> Result<(), String> {
+    Python::try_attach(|py| match cb.bind(py).call0() {
+        Ok(_) => Ok(()),
+        Err(e) => {
+            let v = e.value(py);
+            let name = v
+                .get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_else(|_| "Exception".into());
+            Err(format!("{name}: {v}"))
         }
     })
     .unwrap_or(Ok(()))

@@ -19,11 +19,17 @@ def _identity_holds(s: st.Stats) -> bool:
 
 def test_stats_has_every_runtime_counter():
     names = [f.name for f in dataclasses.fields(st.Stats)]
-    assert names[-2:] == ["ticks_due", "ticks_discarded"]
+    assert names[-5:] == [
+        "ticks_due",
+        "ticks_discarded",
+        "records_taken_back",
+        "records_abandoned",
+        "scheduler_wakes_by_hosts",
+    ]
     clock = st.ManualClock()
     with st.Runtime(clock, dispatch="manual") as rt:
         s = rt.stats()
-        assert (s.ticks_due, s.ticks_discarded) == (0, 0)
+        assert (s.ticks_due, s.ticks_discarded, s.records_taken_back) == (0, 0, 0)
 
 
 def test_stats_tick_accounting_identity():

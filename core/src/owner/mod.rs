@@ -273,7 +273,10 @@ mod loom_models {
             };
             let seen = published.load(SeqCst);
             let passed = o.check(7, || 99).is_ok();
-            assert!(!(seen > 0 && passed), "a start passed after its authority ended");
+            assert!(
+                !(seen > 0 && passed),
+                "a start passed after its authority ended"
+            );
             scheduler.join().unwrap();
             revoker.join().unwrap();
             assert!(o.check(7, || 99).is_err());

@@ -13,8 +13,8 @@ use crate::end::{EndReason, EndResult};
 use crate::error::Error;
 use crate::hash::hash_u64;
 use crate::runtime::shared::{Shared, Work};
-use crate::slot::word::{self, EndClaim};
 use crate::slot::succession;
+use crate::slot::word::{self, EndClaim};
 use crate::slot::{HAS_COLD, HAS_WAITERS};
 use crate::spec::TimerId;
 use crate::stats::C;
@@ -231,7 +231,8 @@ impl<P> Shared<P> {
                     .copied();
                 if let Some(s) = successor {
                     let next = self.slots.slot(s);
-                    if succession::release_successor(index, &next.word, next.inflight.load(Relaxed)) {
+                    if succession::release_successor(index, &next.word, next.inflight.load(Relaxed))
+                    {
                         work.retry.push(s);
                     }
                 }

@@ -155,15 +155,20 @@ impl<P> SlotTable<P> {
     }
 
     /// A slot for a new generation: the oldest resting free slot of `shard` once enough
-    /// rest there, else a fresh one, else any free slot.
+    /// rest there, else of another shard (slots are freed by whichever thread ends their
+    /// generation, which need not be a registering one), else a fresh one, else any free
+    /// slot.
     pub fn allocate(&self, shard: usize) -> Result<u32> {
-        let (queue, len) = &self.free[shard];
-        if len.load(Relaxed) > RESTING {
-            let mut free = queue.lock();
-            if free.len() > RESTING {
-                let i = free.pop_front().expect("non-empty");
-                len.store(free.len(), Relaxed);
-                return Ok(i);
+        let shards = self.free.len();
+        for k in 0..shards {
+            let (queue, len) = &self.free[(shard + k) % shards];
+            if len.load(Relaxed) > RESTING {
+                let mut free = queue.lock();
+                if free.len() > RESTING {
+                    let i = free.pop_front().expect("non-empty");
+                    len.store(free.len(), Relaxed);
+                    return Ok(i);
+                }
             }
         }
         let i = self.fresh.fetch_add(1, Relaxed);

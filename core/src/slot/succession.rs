@@ -79,7 +79,11 @@ pub(crate) fn supersede(
 /// generation left its phase `from`; `inflight` is its `inflight`). While it was waiting
 /// behind a running callback, the key names that one again, so a later registration still
 /// waits for it; otherwise the key is free.
-pub(crate) fn key_after_end(from: u64, inflight: u64, still_ending: impl Fn(u32) -> bool) -> Option<u32> {
+pub(crate) fn key_after_end(
+    from: u64,
+    inflight: u64,
+    still_ending: impl Fn(u32) -> bool,
+) -> Option<u32> {
     if word::phase(from) != word::BLOCKED {
         return None;
     }
@@ -88,7 +92,11 @@ pub(crate) fn key_after_end(from: u64, inflight: u64, still_ending: impl Fn(u32)
 
 /// When generation `ended` finished after its callback and its key already names a newer
 /// generation: unblocks that one if it waits for `ended`. True if it did.
-pub(crate) fn release_successor(ended: u32, successor: &AtomicU64, successor_inflight: u64) -> bool {
+pub(crate) fn release_successor(
+    ended: u32,
+    successor: &AtomicU64,
+    successor_inflight: u64,
+) -> bool {
     let w = successor.load(Acquire);
     word::phase(w) == word::BLOCKED
         && predecessor(successor_inflight) == Some(ended)
@@ -98,8 +106,10 @@ pub(crate) fn release_successor(ended: u32, successor: &AtomicU64, successor_inf
 #[cfg(all(test, spot_loom))]
 mod loom_models {
     use super::*;
-    use crate::slot::word::{claim_completion, finish_completion, fresh, hand_over, publish_end,
-                            queue, start, token, CompletionClaim};
+    use crate::slot::word::{
+        claim_completion, finish_completion, fresh, hand_over, publish_end, queue, start, token,
+        CompletionClaim,
+    };
     use crate::sync::Mutex;
     use loom::sync::atomic::AtomicBool;
     use loom::sync::Arc;
@@ -129,8 +139,13 @@ mod loom_models {
             // The host completes slot 0's record; if an end was requested meanwhile it
             // finishes the end, then looks at the key (as `Shared::finish` does).
             let completer = {
-                let (old, new, new_inflight, key, running) =
-                    (old.clone(), new.clone(), new_inflight.clone(), key.clone(), running.clone());
+                let (old, new, new_inflight, key, running) = (
+                    old.clone(),
+                    new.clone(),
+                    new_inflight.clone(),
+                    key.clone(),
+                    running.clone(),
+                );
                 thread::spawn(move || {
                     let CompletionClaim::Claimed { completing, .. } = claim_completion(&old, tok)
                     else {
@@ -155,14 +170,20 @@ mod loom_models {
                 let s = if *k == 0 {
                     supersede(0, &old, 0, |_| false)
                 } else {
-                    Superseded { claimed: None, wait_for: None }
+                    Superseded {
+                        claimed: None,
+                        wait_for: None,
+                    }
                 };
                 if let Some(p) = s.wait_for {
                     new_inflight.store(waits_for(p), Relaxed);
                 }
                 new.store(fresh(2, s.wait_for.is_some()), SeqCst);
                 if s.wait_for.is_none() {
-                    assert!(!running.load(SeqCst), "runnable while the old callback runs");
+                    assert!(
+                        !running.load(SeqCst),
+                        "runnable while the old callback runs"
+                    );
                 }
                 *k = 1;
                 s.claimed
@@ -173,7 +194,11 @@ mod loom_models {
             }
             completer.join().unwrap();
             assert_eq!(word::phase(old.load(SeqCst)), word::ENDED);
-            assert_eq!(word::phase(new.load(SeqCst)), word::IDLE, "stranded behind an ended callback");
+            assert_eq!(
+                word::phase(new.load(SeqCst)),
+                word::IDLE,
+                "stranded behind an ended callback"
+            );
             assert_eq!(*key.lock(), 1);
         });
     }

@@ -428,9 +428,9 @@ mod tests {
 #[cfg(all(test, spot_loom))]
 mod loom_models {
     use super::*;
-    use std::sync::atomic::Ordering::Release;
     use loom::sync::Arc;
     use loom::thread;
+    use std::sync::atomic::Ordering::Release;
 
     /// A host receiving a published record races a cancel: exactly one wins. Either the
     /// host holds it and the cancel waits for its completion (Pending), or the record is

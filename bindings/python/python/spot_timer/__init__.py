@@ -167,6 +167,14 @@ class Stats:
     #: Due ticks never delivered because the generation was cancelled, superseded or the
     #: runtime closed.
     ticks_discarded: int
+    #: Records taken back before the host received them (also in ``not_started``). Once every
+    #: generation has ended: ``records_published == completed_ok + completed_failed +
+    #: completed_deferred + not_started + records_abandoned``.
+    records_taken_back: int
+    #: Records the host held when the runtime closed.
+    records_abandoned: int
+    #: Times a registering or completing thread woke the scheduler for an earlier deadline.
+    scheduler_wakes_by_hosts: int
 
     @property
     def records_per_crossing(self) -> float:

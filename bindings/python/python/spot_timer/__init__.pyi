@@ -131,6 +131,9 @@ class Stats:
     gate_waits: int
     ticks_due: int
     ticks_discarded: int
+    records_taken_back: int
+    records_abandoned: int
+    scheduler_wakes_by_hosts: int
     def __init__(
         self,
         scheduler_threads: int,
@@ -159,6 +162,9 @@ class Stats:
         gate_waits: int,
         ticks_due: int,
         ticks_discarded: int,
+        records_taken_back: int,
+        records_abandoned: int,
+        scheduler_wakes_by_hosts: int,
     ) -> None: ...
     @property
     def records_per_crossing(self) -> float: ...
