@@ -12,6 +12,7 @@ use std::sync::OnceLock;
 /// Odd constant from the golden ratio (2^64 / phi).
 const MULTIPLIER: u64 = 0x9E37_79B9_7F4A_7C15;
 
+#[inline]
 fn process_seed() -> u64 {
     static SEED: OnceLock<u64> = OnceLock::new();
     // std's RandomState draws its keys from the OS; hashing a constant with it gives a

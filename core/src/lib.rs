@@ -47,12 +47,16 @@ mod error;
 mod hash;
 mod owner;
 mod policy;
+mod prefetch;
 mod queue;
 mod runtime;
 mod slot;
 mod spec;
+#[cfg_attr(spot_loom, allow(dead_code))]
+mod spin_lock;
 mod stats;
 mod sync;
+mod thread_index;
 mod tick;
 
 pub use clock::{BootClock, Clock, ClockKind, ManualClock, Nanos};
@@ -69,14 +73,3 @@ pub use slot::MAX_TIMERS;
 pub use spec::{TimerId, TimerKey, TimerSpec, TimerStats};
 pub use stats::Stats;
 pub use tick::{CancelNotice, Completion, Outcome, Record, StartCheck, Tick, TickRecord};
-
-/// A small number for the calling thread, assigned once: picks its counter stripe, its
-/// deadline-queue shard and its free-slot queue, so threads rarely share them.
-pub(crate) fn thread_index() -> usize {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    thread_local! {
-        static INDEX: usize = NEXT.fetch_add(1, Ordering::Relaxed);
-    }
-    INDEX.with(|i| *i)
-}

@@ -1,15 +1,20 @@
 //! Resource and delivery counters (SPEC T7, T10), readable at any time.
 //!
-//! Counters are striped: each thread adds to its own cache line (chosen by
-//! `crate::thread_index`), so host threads and the scheduler never bounce a shared line
-//! per operation; a snapshot sums the stripes. Paths that handle many records at once
-//! count them in a local `Tally` and add it once.
+//! Counters are striped: each thread adds to its own cache line, so host threads and the
+//! scheduler never bounce a shared line per operation; a snapshot sums the stripes. A
+//! thread holding an exclusive number (`crate::thread_index`) is the only writer of its
+//! stripe and adds with a plain load and store; other threads share a few stripes and add
+//! with read-modify-writes. Operations count into a local `Tally` and add it once.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use crossbeam_utils::CachePadded;
 
-const STRIPES: usize = 16;
+use crate::thread_index::{thread_index, EXCLUSIVE};
+
+/// Stripes for threads without an exclusive number.
+const SHARED_STRIPES: usize = 4;
+const STRIPES: usize = EXCLUSIVE + SHARED_STRIPES;
 
 macro_rules! counters {
     ($($(#[$doc:meta])* $name:ident),* $(,)?) => {
@@ -123,7 +128,18 @@ impl Counters {
     #[inline]
     pub fn add(&self, c: C, n: u64) {
         if n != 0 {
-            self.stripes[crate::thread_index() % STRIPES][c as usize].fetch_add(n, Relaxed);
+            self.add_at(thread_index(), c as usize, n);
+        }
+    }
+
+    #[inline]
+    fn add_at(&self, thread: usize, i: usize, n: u64) {
+        if thread < EXCLUSIVE {
+            // This thread is the stripe's only writer: no read-modify-write needed.
+            let cell = &self.stripes[thread][i];
+            cell.store(cell.load(Relaxed).wrapping_add(n), Relaxed);
+        } else {
+            self.stripes[EXCLUSIVE + thread % SHARED_STRIPES][i].fetch_add(n, Relaxed);
         }
     }
 
@@ -138,11 +154,11 @@ impl Counters {
         if t.dirty == 0 {
             return;
         }
-        let stripe = &self.stripes[crate::thread_index() % STRIPES];
+        let thread = thread_index();
         while t.dirty != 0 {
             let i = t.dirty.trailing_zeros() as usize;
             t.dirty &= t.dirty - 1;
-            stripe[i].fetch_add(t.counts[i], Relaxed);
+            self.add_at(thread, i, t.counts[i]);
             t.counts[i] = 0;
         }
     }

@@ -7,12 +7,13 @@ pub(crate) use loom::sync::atomic::{AtomicU32, AtomicU64};
 #[cfg(not(spot_loom))]
 pub(crate) use std::sync::atomic::{AtomicU32, AtomicU64};
 
-/// A mutex whose `lock` never fails (a panic while holding it cannot leave the runtime's
-/// state half-written: no code that runs under these locks calls host code).
+/// The lock of short critical sections (see `crate::spin_lock` for the rules of what may
+/// run under it). Its `lock` never fails: no code under it calls host code, so a panic
+/// cannot leave the runtime's state half-written.
 #[cfg(not(spot_loom))]
-pub(crate) type Mutex<T> = parking_lot::Mutex<T>;
+pub(crate) type Mutex<T> = crate::spin_lock::SpinLock<T>;
 #[cfg(not(spot_loom))]
-pub(crate) type MutexGuard<'a, T> = parking_lot::MutexGuard<'a, T>;
+pub(crate) type MutexGuard<'a, T> = crate::spin_lock::SpinLockGuard<'a, T>;
 
 #[cfg(spot_loom)]
 pub(crate) struct Mutex<T>(loom::sync::Mutex<T>);

@@ -23,7 +23,8 @@ use std::task::{Context, Waker};
 use std::time::{Duration, Instant};
 
 use spot_timer_core::{
-    GateMode, Outcome, Owner, OwnerOptions, Record, Runtime, RuntimeConfig, TimerHandle, TimerSpec,
+    GateMode, Outcome, Owner, OwnerOptions, Record, Runtime, RuntimeConfig, TimerHandle, TimerId,
+    TimerSpec,
 };
 use tokio_util::time::DelayQueue;
 
@@ -170,7 +171,35 @@ fn w1_once(system: &str, n: usize, seed: u64) -> (f64, f64, u64, u64) {
     let mut rng = Rng(seed | 1);
     let dl: Vec<Duration> = (0..n).map(|_| rng.deadline()).collect();
     match system {
+        // Timers kept by id (16 bytes, no reference count): the form a host holding many
+        // timers uses.
         "spot" => {
+            let rt = spot_runtime();
+            let owners = spot_owners(&rt, n, 1);
+            rt.sync().unwrap();
+            let mut ids: Vec<TimerId> = Vec::with_capacity(n);
+            let a0 = allocs();
+            let t0 = Instant::now();
+            for (i, d) in dl.iter().enumerate() {
+                let o = &owners[i / PER_OWNER];
+                ids.push(o.register_id(i as u64, TimerSpec::after(*d), 0, None).unwrap());
+            }
+            rt.sync().unwrap(); // whatever the scheduler does for them, counted too
+            let arm = t0.elapsed();
+            let a1 = allocs();
+            let t1 = Instant::now();
+            for id in &ids {
+                std::hint::black_box(rt.cancel_timer_nowait(*id).unwrap());
+            }
+            // The scheduler's share: its turn drops the cancelled entries from the queue.
+            rt.sync().unwrap();
+            let cancel = t1.elapsed();
+            let a2 = allocs();
+            rt.close();
+            (ns(arm, n), ns(cancel, n), a1 - a0, a2 - a1)
+        }
+        // The same through `TimerHandle`s (each holds a reference to the runtime).
+        "spot-handles" => {
             let rt = spot_runtime();
             let owners = spot_owners(&rt, n, 1);
             rt.sync().unwrap();
@@ -181,14 +210,14 @@ fn w1_once(system: &str, n: usize, seed: u64) -> (f64, f64, u64, u64) {
                 let o = &owners[i / PER_OWNER];
                 hs.push(o.register(i as u64, TimerSpec::after(*d), 0, None).unwrap());
             }
-            rt.sync().unwrap(); // the scheduler thread's share (queue insert)
+            rt.sync().unwrap();
             let arm = t0.elapsed();
             let a1 = allocs();
             let t1 = Instant::now();
             for h in &hs {
                 drop(h.cancel_nowait().unwrap());
             }
-            rt.sync().unwrap(); // the scheduler's share (end of generation, slot release)
+            rt.sync().unwrap();
             let cancel = t1.elapsed();
             let a2 = allocs();
             drop(hs);

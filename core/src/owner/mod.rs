@@ -207,6 +207,12 @@ impl OwnerTable {
         Ok(i)
     }
 
+    /// Every entry handed out so far (and a few not yet handed out).
+    pub fn for_each(&self, f: impl FnMut(&OwnerEntry)) {
+        let mut f = f;
+        self.entries.for_each(|_, e| f(e));
+    }
+
     /// Returns a forgotten owner's index for reuse.
     pub fn release(&self, index: u32) {
         self.free.lock().push_back(index);

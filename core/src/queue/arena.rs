@@ -4,22 +4,22 @@
 
 use super::Entry;
 
-/// Entries per chunk: with the chunk's header, one chunk is just under 1 KiB.
+/// Entries per chunk: with the link to the next chunk, one chunk is just under 1 KiB.
 pub(crate) const CHUNK_ENTRIES: usize = 63;
 /// Chunks per allocation (16 KiB): the arena grows in small steps.
 const SEGMENT_CHUNKS: usize = 16;
 pub(crate) const NIL: u32 = u32::MAX;
 
+/// A bucket's chunks are full but for its tail, whose length the bucket keeps (a push
+/// touches the line it writes and no other).
 #[derive(Clone, Copy)]
 pub(crate) struct Chunk {
     pub next: u32,
-    pub len: u32,
     pub entries: [Entry; CHUNK_ENTRIES],
 }
 
 const EMPTY: Chunk = Chunk {
     next: NIL,
-    len: 0,
     entries: [Entry {
         due: 0,
         target: 0,
@@ -64,7 +64,6 @@ impl Arena {
         let c = self.chunk_mut(i);
         let next = c.next;
         c.next = NIL;
-        c.len = 0;
         self.free = next;
         self.in_use += 1;
         i
@@ -72,9 +71,7 @@ impl Arena {
 
     pub fn release(&mut self, i: u32) {
         let free = self.free;
-        let c = self.chunk_mut(i);
-        c.next = free;
-        c.len = 0;
+        self.chunk_mut(i).next = free;
         self.free = i;
         self.in_use -= 1;
     }
@@ -91,6 +88,8 @@ impl Arena {
 pub(crate) struct Bucket {
     pub head: u32,
     pub tail: u32,
+    /// Entries in the tail chunk.
+    tail_len: u32,
 }
 
 impl Default for Bucket {
@@ -98,6 +97,7 @@ impl Default for Bucket {
         Self {
             head: NIL,
             tail: NIL,
+            tail_len: 0,
         }
     }
 }
@@ -108,7 +108,7 @@ impl Bucket {
     }
 
     pub fn push(&mut self, arena: &mut Arena, e: Entry) {
-        if self.tail == NIL || arena.chunk(self.tail).len as usize == CHUNK_ENTRIES {
+        if self.tail == NIL || self.tail_len as usize == CHUNK_ENTRIES {
             let c = arena.allocate();
             if self.tail == NIL {
                 self.head = c;
@@ -116,20 +116,30 @@ impl Bucket {
                 arena.chunk_mut(self.tail).next = c;
             }
             self.tail = c;
+            self.tail_len = 0;
         }
-        let c = arena.chunk_mut(self.tail);
-        c.entries[c.len as usize] = e;
-        c.len += 1;
+        arena.chunk_mut(self.tail).entries[self.tail_len as usize] = e;
+        self.tail_len += 1;
     }
 
     /// Empties the bucket, handing its entries to `f` one chunk at a time; each chunk is
     /// freed before `f` sees its entries, so `f` may push into this arena again.
     pub fn drain(&mut self, arena: &mut Arena, mut f: impl FnMut(&mut Arena, &[Entry])) {
-        let mut i = std::mem::take(self).head;
+        let Bucket {
+            head,
+            tail,
+            tail_len,
+        } = std::mem::take(self);
+        let mut i = head;
         let mut buf = [Entry::default(); CHUNK_ENTRIES];
         while i != NIL {
             let c = arena.chunk(i);
-            let (next, n) = (c.next, c.len as usize);
+            let next = c.next;
+            let n = if i == tail {
+                tail_len as usize
+            } else {
+                CHUNK_ENTRIES
+            };
             buf[..n].copy_from_slice(&c.entries[..n]);
             arena.release(i);
             f(arena, &buf[..n]);

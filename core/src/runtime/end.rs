@@ -46,6 +46,13 @@ impl<P> Shared<P> {
         work: &mut Work,
     ) -> Result<Ended, Error> {
         let slot = self.slots.get(id.slot).ok_or(Error::StaleHandle)?;
+        if self.end_is_quiet(slot) {
+            if let Some((ended, from)) = word::end_idle(&slot.word, id.generation, reason as u8) {
+                self.account_end(id.slot, reason as u8, from, work);
+                self.after_end(id.slot, ended, from, false, work);
+                return Ok(Ended::Done(self.result_of(id.slot, ended)));
+            }
+        }
         match word::claim_end(&slot.word, id.generation, reason as u8, false) {
             EndClaim::Claimed { ending, from } => {
                 let ended = self.finish(id.slot, ending, from, false, work);
@@ -74,36 +81,10 @@ impl<P> Shared<P> {
         let slot = self.slots.slot(index);
         let generation = word::generation(ending);
         let reason = word::reason(ending);
-        let owner_index = slot.owner_index();
         if word::holds_gate(ending) {
-            self.release_gate(owner_index, work);
+            self.release_gate(slot.owner_index(), work);
         }
-
-        // Every due tick was delivered, skipped by the policy, or is counted here.
-        let taken_back = word::phase(from) == word::QUEUED;
-        let abandoned = word::phase(from) == word::HANDED;
-        if taken_back {
-            work.tally.add(C::not_started, 1);
-            work.tally.add(C::records_taken_back, 1);
-        }
-        if abandoned {
-            work.tally.add(C::records_abandoned, 1);
-        }
-        let last = slot.last.load(Relaxed);
-        let mut due = slot
-            .schedule()
-            .ticks_due(work.now, last, slot.delivered.load(Relaxed));
-        if taken_back || abandoned {
-            due = due.max(slot.inflight.load(Relaxed));
-        }
-        work.tally.add(C::ticks_due, due);
-        let undelivered = due - last;
-        match EndReason::from_code(reason) {
-            Some(EndReason::LeaseExpired | EndReason::Revoked) => {
-                work.tally.add(C::ticks_dropped_authority, undelivered)
-            }
-            _ => work.tally.add(C::ticks_discarded, undelivered),
-        }
+        self.account_end(index, reason, from, work);
 
         let mut code = reason;
         if let Some(release) = &self.release_payload {
@@ -130,6 +111,7 @@ impl<P> Shared<P> {
         }
         // A record the host still holds (closing) keeps its payload until the runtime is
         // dropped: the host may be cloning it right now.
+        let abandoned = word::phase(from) == word::HANDED;
         if !abandoned {
             // SAFETY: this thread holds the generation's ENDING; its payload is live.
             unsafe { self.slots.drop_payload(index) };
@@ -137,16 +119,62 @@ impl<P> Shared<P> {
         // Sequentially consistent, pairing with waiters that flag the slot and then look at
         // its word: either they see the result, or this sees their flag.
         let ended = word::publish_end(&slot.word, ending, code, abandoned);
-        let flags = slot.flags();
-        if flags & (HAS_COLD | HAS_WAITERS) != 0 {
-            self.notify_end(index, generation, ended, work);
+        self.after_end(index, ended, from, after_callback, work);
+        ended
+    }
+
+    /// Does ending a generation of `slot` from IDLE run nothing — no release function, no
+    /// hook or subscriber, a payload without drop glue — so that it may go IDLE → ENDED in
+    /// one step ([`word::end_idle`])?
+    fn end_is_quiet(&self, slot: &crate::slot::Slot) -> bool {
+        !std::mem::needs_drop::<P>()
+            && self.release_payload.is_none()
+            && slot.flags() & HAS_COLD == 0
+    }
+
+    /// Counts every tick the generation had: delivered, skipped by the policy, or counted
+    /// here as dropped or discarded; and the record its end took back or abandoned.
+    fn account_end(&self, index: u32, reason: u8, from: u64, work: &mut Work) {
+        let slot = self.slots.slot(index);
+        let taken_back = word::phase(from) == word::QUEUED;
+        let abandoned = word::phase(from) == word::HANDED;
+        if taken_back {
+            work.tally.add(C::not_started, 1);
+            work.tally.add(C::records_taken_back, 1);
+        }
+        if abandoned {
+            work.tally.add(C::records_abandoned, 1);
+        }
+        let last = slot.last.load(Relaxed);
+        let mut due = slot
+            .schedule()
+            .ticks_due(work.now, last, slot.delivered.load(Relaxed));
+        if taken_back || abandoned {
+            due = due.max(slot.inflight.load(Relaxed));
+        }
+        work.tally.add(C::ticks_due, due);
+        let undelivered = due - last;
+        match EndReason::from_code(reason) {
+            Some(EndReason::LeaseExpired | EndReason::Revoked) => {
+                work.tally.add(C::ticks_dropped_authority, undelivered)
+            }
+            _ => work.tally.add(C::ticks_discarded, undelivered),
+        }
+    }
+
+    /// What follows the publication of an end (`ended`, replacing `from` earlier): waking
+    /// whoever waits, the owner's key table, the count, and the slot's return (unless a
+    /// host still holds a record of it).
+    fn after_end(&self, index: u32, ended: u64, from: u64, after_callback: bool, work: &mut Work) {
+        let slot = self.slots.slot(index);
+        if slot.flags() & (HAS_COLD | HAS_WAITERS) != 0 {
+            self.notify_end(index, word::generation(ended), ended, work);
         }
         self.forget_key(index, from, after_callback, work);
         work.tally.add(C::ended, 1);
-        if !abandoned {
+        if !word::payload_live(ended) {
             self.slots.release(self.my_shard(), index);
         }
-        ended
     }
 
     /// Keeps a failed cleanup's message for everyone who asks for the result.

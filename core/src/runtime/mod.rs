@@ -65,6 +65,7 @@ pub use handle::{CancelTicket, TimerHandle};
 pub use owner_api::{Owner, OwnerOptions};
 pub use sink::{BatchHandler, Sink};
 
+use end::Ended;
 pub(crate) use owner_api::{authority_by_epoch, authority_of};
 use scheduler::Scheduler;
 use shared::{with_work, SchedulerLink, Shared, SCHEDULER_OF};
@@ -279,6 +280,23 @@ impl<P: Clone + Send + Sync + 'static> Runtime<P> {
     /// [`TimerHandle::cancel`] by id.
     pub fn cancel_timer(&self, id: TimerId, timeout: Option<Duration>) -> EndResult {
         self.shared.cancel_blocking(id, timeout)
+    }
+
+    /// Cancels generation `id` without waiting and without a ticket: its terminal result
+    /// when it ended here and now, `None` when it ends later (its record is with a host;
+    /// the generation ends when that record completes). For hosts that keep many timers by
+    /// id (see [`Owner::register_id`]).
+    pub fn cancel_timer_nowait(&self, id: TimerId) -> Result<Option<EndResult>> {
+        match self.shared.cancel_now(id)? {
+            Ended::Done(r) => Ok(Some(r)),
+            Ended::Later => Ok(None),
+        }
+    }
+
+    /// The terminal result of generation `id`, once there is one (`Some(Err(StaleHandle))`
+    /// once its slot holds a later generation).
+    pub fn timer_result(&self, id: TimerId) -> Option<EndResult> {
+        self.shared.end_result(id)
     }
 
     /// [`TimerHandle::cancel_with_notice`] by id.
@@ -507,6 +525,11 @@ fn close<P: Send + Sync + 'static>(shared: &Shared<P>, thread: &Mutex<Option<Joi
     if shared.closed.swap(true, Ordering::SeqCst) {
         return;
     }
+    // Pass through the locks that registrations publish under: every registration after
+    // this sees `closed` (and ends its own generation); every one before it is in the
+    // slots looked at below. Acquisitions check `closed` under the id map's lock.
+    drop(shared.owners.ids.write());
+    shared.owners.for_each(|entry| drop(entry.inner.lock()));
     shared.scheduler.wake();
     if let Some(h) = thread.lock().take() {
         if SCHEDULER_OF.with(|s| s.get()) != shared.id {

@@ -14,7 +14,7 @@ use crate::owner::gate::{self, GateMode};
 use crate::owner::{epoch_index, lease_deadline, OwnerId, EXPIRED, NO_DEADLINE};
 use crate::runtime::handle::TimerHandle;
 use crate::runtime::shared::{with_work, Shared};
-use crate::spec::{TimerKey, TimerSpec};
+use crate::spec::{TimerId, TimerKey, TimerSpec};
 
 /// Options of an owner authority.
 #[derive(Debug, Clone, Copy, Default)]
@@ -56,6 +56,10 @@ impl<P> Shared<P> {
         let deadline = lease_deadline(now, options.lease.map(duration_to_nanos));
         let (index, epoch, fence, claims) = {
             let mut ids = self.owners.ids.write();
+            // Under the lock `close` passes through: see `close`.
+            if self.is_closed() {
+                return Err(Error::Closed);
+            }
             let index = match ids.get(&id) {
                 Some(&i) => i,
                 None => {
@@ -243,6 +247,20 @@ impl<P: Clone + Send + Sync + 'static> Owner<P> {
             .rt
             .register(self.index, self.epoch, key, &spec, payload, release)?;
         Ok(TimerHandle::new(self.rt.clone(), id))
+    }
+
+    /// [`Owner::register`], returning the generation's id instead of a handle: nothing is
+    /// reference-counted, so a host that keeps many timers stores 16 bytes per timer and
+    /// cancels by id ([`Runtime::cancel_timer_nowait`], [`Runtime::cancel_timer`]).
+    pub fn register_id(
+        &self,
+        key: TimerKey,
+        spec: TimerSpec,
+        payload: P,
+        release: Option<ReleaseHook>,
+    ) -> Result<TimerId> {
+        self.rt
+            .register(self.index, self.epoch, key, &spec, payload, release)
     }
 
     /// Takes the owner's execution gate for the host's own work, waiting up to `timeout`

@@ -2,7 +2,7 @@
 //! key table under the owner's lock, one entry in the thread's shard of the deadline
 //! queue. The scheduler hears of it only if the new deadline is earlier than its sleep.
 
-use std::sync::atomic::Ordering::{Relaxed, SeqCst};
+use std::sync::atomic::Ordering::{Relaxed, Release, SeqCst};
 
 use crate::cold::{ColdTable, ReleaseHook};
 use crate::end::EndReason;
@@ -64,7 +64,7 @@ impl<P> Shared<P> {
         unsafe { self.slots.write_payload(index, payload) };
 
         let hash = hash_u64(key);
-        let (published, superseded) = {
+        let (published, superseded, closed) = {
             let mut inner = owner.inner.lock();
             if let Err(e) = owner.check(epoch, || now) {
                 drop(inner);
@@ -106,10 +106,12 @@ impl<P> Shared<P> {
             }
             inner.live += 1;
             let w = word::fresh(generation, wait_for.is_some());
-            // Sequentially consistent, pairing with `close`, which sets `closed` and then
-            // looks at every slot: either it sees this generation, or this sees `closed`.
-            slot.word.swap(w, SeqCst);
-            (w, superseded)
+            slot.word.store(w, Release);
+            // `close` sets `closed`, then takes and releases every owner's lock, then looks
+            // at every slot: it sees this generation, or this sees `closed` (the lock
+            // orders the two).
+            let closed = self.closed.load(Relaxed);
+            (w, superseded, closed)
         };
 
         with_work(now, |work| {
@@ -120,7 +122,7 @@ impl<P> Shared<P> {
                 work.arm(index, schedule.first_due(), published, exact);
             }
             work.tally.add(C::registered, 1);
-            if self.closed.load(SeqCst) {
+            if closed {
                 let _ = self.end(
                     TimerId {
                         slot: index,

@@ -110,7 +110,7 @@ impl<P: Clone + Send + Sync + 'static> Scheduler<P> {
             |e| {
                 if e.target & OWNER_TARGET == 0 {
                     if let Some(s) = slots.get(e.target) {
-                        prefetch(s as *const _ as *const u8);
+                        crate::prefetch::for_read(s);
                     }
                 }
             },
@@ -220,15 +220,4 @@ impl<P: Clone + Send + Sync + 'static> Scheduler<P> {
         }
         link.sleep_until.store(AWAKE, SeqCst);
     }
-}
-
-#[inline]
-fn prefetch(p: *const u8) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is a hint; it never faults, whatever the address.
-    unsafe {
-        core::arch::x86_64::_mm_prefetch(p as *const i8, core::arch::x86_64::_MM_HINT_T0)
-    };
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
 }

@@ -6,10 +6,10 @@
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use crossbeam_utils::CachePadded;
-use parking_lot::Mutex;
 
 use crate::clock::Nanos;
 use crate::queue::{DeadlineQueue, Entry};
+use crate::sync::Mutex;
 
 pub(crate) struct Shard {
     queue: Mutex<DeadlineQueue>,

@@ -144,7 +144,7 @@ impl<P> Shared<P> {
 
     /// The deadline-queue shard (and free-slot queue) of the calling thread.
     pub fn my_shard(&self) -> usize {
-        crate::thread_index() % self.shards.len()
+        crate::thread_index::thread_index() % self.shards.len()
     }
 
     /// Wakes the scheduler if it sleeps past `wake_at`, a shard's new earliest wake time

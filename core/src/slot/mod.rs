@@ -13,28 +13,25 @@
 //! queues so that an ended generation's result stays readable through its handle for as
 //! long as possible.
 
+mod free;
 pub(crate) mod succession;
 pub(crate) mod word;
 
 use std::cell::UnsafeCell;
-use std::collections::VecDeque;
 use std::mem::MaybeUninit;
 use std::sync::atomic::AtomicU32 as StdAtomicU32;
 use std::sync::atomic::Ordering::Relaxed;
 
 use crate::chunked::{ChunkedArray, Zeroable};
-use crate::error::{Error, Result};
-use crate::sync::{AtomicU32, AtomicU64, Mutex};
+use crate::error::Result;
+use crate::sync::{AtomicU32, AtomicU64};
+
+use free::FreeSlots;
 
 /// Most timer slots a runtime can hold (16 Mi).
 pub const MAX_TIMERS: u32 = 1 << 24;
 /// Slots of the first chunk (64 KiB); each further chunk doubles.
 const FIRST_CHUNK: usize = 1024;
-
-/// Free slots a shard keeps resting before it reuses the oldest: an ended generation's
-/// result stays readable through its handle for at least this many later registrations
-/// (at most 64 KiB of slots per shard).
-const RESTING: usize = 1024;
 
 /// `Slot::owner`: the owner's index in the owner table (low 24 bits) ...
 pub(crate) const OWNER_INDEX_MASK: u32 = (1 << 24) - 1;
@@ -118,10 +115,7 @@ pub(crate) struct SlotTable<P> {
     /// failure (so its pages are touched only by timers that fail); a count that no
     /// longer fits stays at `FAILURES_SATURATED` and the rest lives in the cold table.
     failures: ChunkedArray<std::sync::atomic::AtomicU64, FIRST_CHUNK>,
-    fresh: StdAtomicU32,
-    /// Free slots per shard, oldest first, and how many there are (read without the lock
-    /// to skip it while too few rest to be reused).
-    free: Box<[(Mutex<VecDeque<u32>>, std::sync::atomic::AtomicUsize)]>,
+    free: FreeSlots,
 }
 
 impl<P> SlotTable<P> {
@@ -130,10 +124,7 @@ impl<P> SlotTable<P> {
             slots: ChunkedArray::default(),
             payloads: ChunkedArray::default(),
             failures: ChunkedArray::default(),
-            fresh: StdAtomicU32::new(0),
-            free: (0..shards)
-                .map(|_| (Mutex::new(VecDeque::new()), Default::default()))
-                .collect(),
+            free: FreeSlots::new(shards),
         }
     }
 
@@ -151,53 +142,31 @@ impl<P> SlotTable<P> {
 
     /// Slots ever handed out.
     pub fn high_water(&self) -> u32 {
-        self.fresh.load(Relaxed).min(MAX_TIMERS)
+        self.free.high_water()
     }
 
-    /// A slot for a new generation: the oldest resting free slot of `shard` once enough
-    /// rest there, else of another shard (slots are freed by whichever thread ends their
-    /// generation, which need not be a registering one), else a fresh one, else any free
-    /// slot.
+    /// A slot for a new generation (see [`FreeSlots::take`]): resting slots are reused
+    /// oldest first, so an ended generation's result stays readable for a while.
     pub fn allocate(&self, shard: usize) -> Result<u32> {
-        let shards = self.free.len();
-        for k in 0..shards {
-            let (queue, len) = &self.free[(shard + k) % shards];
-            if len.load(Relaxed) > RESTING {
-                let mut free = queue.lock();
-                if free.len() > RESTING {
-                    let i = free.pop_front().expect("non-empty");
-                    len.store(free.len(), Relaxed);
-                    return Ok(i);
-                }
-            }
-        }
-        let i = self.fresh.fetch_add(1, Relaxed);
-        if i < MAX_TIMERS {
+        let index = self.free.take(shard, |i| {
             #[cfg(not(spot_loom))]
             self.slots.ensure_zeroed(i as usize);
             #[cfg(spot_loom)]
             self.slots.ensure(i as usize);
             self.payloads.ensure_zeroed(i as usize);
             self.failures.ensure_zeroed(i as usize);
-            return Ok(i);
+        })?;
+        // The next registration on this thread writes that slot's line: fetch it now, so
+        // the miss overlaps this registration instead of stalling the next one.
+        if let Some(next) = self.free.next_ready().and_then(|n| self.get(n)) {
+            crate::prefetch::for_write(next);
         }
-        self.fresh.store(MAX_TIMERS, Relaxed);
-        for (queue, len) in self.free.iter() {
-            let mut free = queue.lock();
-            if let Some(i) = free.pop_front() {
-                len.store(free.len(), Relaxed);
-                return Ok(i);
-            }
-        }
-        Err(Error::CapacityExhausted(MAX_TIMERS))
+        Ok(index)
     }
 
     /// Returns an ended slot for reuse.
     pub fn release(&self, shard: usize, index: u32) {
-        let (queue, len) = &self.free[shard];
-        let mut free = queue.lock();
-        free.push_back(index);
-        len.store(free.len(), Relaxed);
+        self.free.give(shard, index);
     }
 
     /// Counts a failed callback of `generation` in slot `index` (only the thread applying

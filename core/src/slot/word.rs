@@ -334,6 +334,26 @@ pub(crate) fn claim_end(word: &AtomicU64, generation: u64, reason: u8, force: bo
     }
 }
 
+/// IDLE → ENDED in one step, for an end that has nothing to run between the two (no
+/// release function or hook, no subscriber, a payload without drop glue): the caller does
+/// the end's bookkeeping afterwards, as after [`publish_end`]. Returns (ENDED word, the
+/// word it replaced); None when the word is not IDLE in `generation` — the caller then
+/// takes [`claim_end`]'s path. Sequentially consistent for the same reason as
+/// `publish_end`.
+pub(crate) fn end_idle(word: &AtomicU64, generation: u64, reason: u8) -> Option<(u64, u64)> {
+    let w = word.load(Acquire);
+    if self::generation(w) != generation || phase(w) != IDLE {
+        return None;
+    }
+    let ended = with_phase(
+        (w & !(REASON_MASK | FLAG_A | FLAG_B | FLAG_C)) | (u64::from(reason) << REASON_SHIFT),
+        ENDED,
+    );
+    word.compare_exchange(w, ended, SeqCst, Acquire)
+        .ok()
+        .map(|_| (ended, w))
+}
+
 /// ENDING → ENDED: publishes the terminal result. Only the thread that holds ENDING calls
 /// it; the sequentially consistent swap makes the end's effects visible to every reader
 /// of the result, and orders it before the caller's look at the slot's waiter flags.
@@ -546,6 +566,45 @@ mod loom_models {
             };
             let mine = matches!(claim_end(&w, 9, 0, false), EndClaim::Claimed { .. });
             assert!(mine ^ other.join().unwrap());
+        });
+    }
+
+    /// A one-step end of an idle generation racing its delivery and a second canceller:
+    /// either the delivery queued a record first (the one-step end steps aside and the
+    /// claim takes the record back), or the generation ended with no record queued; one
+    /// end only.
+    #[test]
+    fn one_step_end_races_delivery_and_a_claim() {
+        loom::model(|| {
+            let w = Arc::new(AtomicU64::new(fresh(9, false)));
+            let delivery = {
+                let w = w.clone();
+                thread::spawn(move || {
+                    let idle = w.load(Acquire);
+                    phase(idle) == IDLE && queue(&w, idle, false).is_some()
+                })
+            };
+            let claimer = {
+                let w = w.clone();
+                thread::spawn(move || {
+                    matches!(claim_end(&w, 9, 0, false), EndClaim::Claimed { .. })
+                })
+            };
+            let quick = end_idle(&w, 9, 0).is_some();
+            let queued = delivery.join().unwrap();
+            let claimed = claimer.join().unwrap();
+            let last = w.load(Acquire);
+            assert!(!(quick && claimed), "the generation ended twice");
+            assert!(quick || claimed, "nobody ended it");
+            assert!(
+                !(quick && queued),
+                "a record was queued for an ended generation"
+            );
+            if quick {
+                assert_eq!(phase(last), ENDED);
+            } else {
+                assert_eq!(phase(last), ENDING);
+            }
         });
     }
 }
