@@ -400,19 +400,38 @@ struct spot_stats {
      * Gauge: owners known to the runtime.
      */
     uint64_t owners;
+    /**
+     * Times the scheduler thread woke up.
+     */
     uint64_t wakeups;
     /**
-     * Scheduler wakeups that produced at least one record.
+     * Batches published: groups of records made ready at once (a scheduler wakeup's, or
+     * those a host's completions made due at once).
      */
     uint64_t batches;
+    /**
+     * Records published (ticks made ready for the host).
+     */
     uint64_t records_published;
     /**
      * Exchange calls that returned records, plus batch-callback invocations.
      */
     uint64_t host_crossings;
+    /**
+     * Records the host received through those crossings.
+     */
     uint64_t records_received;
+    /**
+     * Completions reported OK.
+     */
     uint64_t completed_ok;
+    /**
+     * Completions reported FAILED.
+     */
     uint64_t completed_failed;
+    /**
+     * Completions reported DEFERRED (the tick is kept and retried).
+     */
     uint64_t completed_deferred;
     /**
      * Records that never started: completed NOT_STARTED, or taken back because their
@@ -428,12 +447,33 @@ struct spot_stats {
      * revoked.
      */
     uint64_t ticks_dropped_authority;
+    /**
+     * Registrations accepted.
+     */
     uint64_t registered;
+    /**
+     * Generations ended, for any reason.
+     */
     uint64_t ended;
+    /**
+     * Release hooks (or the release function) that failed.
+     */
     uint64_t cleanup_failures;
+    /**
+     * Completions whose token matched no outstanding record.
+     */
     uint64_t invalid_completions;
+    /**
+     * Stale deadline-queue entries removed when they surfaced or by compaction.
+     */
     uint64_t stale_entries_dropped;
+    /**
+     * Times the deadline queue was compacted to shed stale entries.
+     */
     uint64_t compactions;
+    /**
+     * Times a due tick had to wait for its owner's gate.
+     */
     uint64_t gate_waits;
     /**
      * Nominal ticks that had come due, summed over generations when they end (ABI 1.1).

@@ -467,3 +467,82 @@ fn closing_the_runtime_releases_hosts_waiting_for_a_gate() {
     );
     assert!(!h.rt.begin(&running), "its record never starts after close");
 }
+
+#[test]
+fn a_blocking_cancel_of_a_timer_that_is_not_running_never_wakes_the_scheduler() {
+    let rt: Runtime<()> = Runtime::new(RuntimeConfig::default()).unwrap();
+    let o = rt.acquire_owner(1, OwnerOptions::default()).unwrap();
+    // Due in an hour: the scheduler sleeps until then unless someone wakes it.
+    let timers: Vec<_> = (0..1000u64)
+        .map(|k| {
+            o.register(k, TimerSpec::after(Duration::from_secs(3600)), (), None)
+                .unwrap()
+        })
+        .collect();
+    rt.sync().unwrap();
+    let before = rt.stats();
+    for t in &timers {
+        assert_eq!(
+            t.cancel(Some(Duration::from_secs(10))),
+            Ok(EndReason::Cancelled)
+        );
+    }
+    let after = rt.stats();
+    assert_eq!(after.ended - before.ended, 1000);
+    assert_eq!(after.live_timers, 0);
+    // Each cancel ended its timer on the calling thread: no scheduler turn, no wake-up.
+    assert_eq!(after.wakeups, before.wakeups, "{after:?}");
+    assert_eq!(
+        after.scheduler_wakes_by_hosts, before.scheduler_wakes_by_hosts,
+        "{after:?}"
+    );
+}
+
+#[test]
+fn periods_below_the_wakeup_resolution_skip_no_tick_that_was_not_late() {
+    let rt: Runtime<()> = Runtime::new(RuntimeConfig::default()).unwrap();
+    let period = rt.resolution() / 2; // the scheduler's tick is twice the period
+    let o = rt.acquire_owner(1, OwnerOptions::default()).unwrap();
+    let t = o
+        .register(
+            1,
+            TimerSpec::every(period).policy(OverrunPolicy::SkipLateTicks),
+            (),
+            None,
+        )
+        .unwrap();
+    let (mut out, mut done) = (Vec::new(), Vec::new());
+    let (mut deliveries, mut skipped_deliveries) = (0u64, 0u64);
+    let end = std::time::Instant::now() + Duration::from_millis(400);
+    while std::time::Instant::now() < end {
+        rt.exchange(&done, &mut out, 64, Some(ms(20))).unwrap();
+        done.clear();
+        for r in out.drain(..) {
+            if let Record::Tick(tick) = r {
+                assert!(rt.begin(&tick));
+                // a short handler (25 µs), well inside the period
+                let spin = std::time::Instant::now();
+                while spin.elapsed() < Duration::from_micros(25) {}
+                deliveries += 1;
+                skipped_deliveries += u64::from(tick.tick().skipped_ticks > 0);
+                done.push(tick.complete(Outcome::Ok));
+            }
+        }
+    }
+    rt.complete(&done).unwrap();
+    assert_eq!(
+        t.cancel(Some(Duration::from_secs(5))),
+        Ok(EndReason::Cancelled)
+    );
+    // Ticks were due every `period`; a wakeup granularity coarser than that must not turn
+    // on-time ticks into skipped ones. (A loaded machine may make a few late for real.)
+    let expected = Duration::from_millis(400).as_nanos() as u64 / period.as_nanos() as u64;
+    assert!(
+        deliveries * 2 > expected,
+        "{deliveries} deliveries of {expected} due"
+    );
+    assert!(
+        skipped_deliveries * 10 < deliveries,
+        "{skipped_deliveries} of {deliveries} deliveries skipped ticks"
+    );
+}

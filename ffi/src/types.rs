@@ -236,15 +236,22 @@ pub struct spot_stats {
     pub live_timers: u64,
     /// Gauge: owners known to the runtime.
     pub owners: u64,
+    /// Times the scheduler thread woke up.
     pub wakeups: u64,
-    /// Scheduler wakeups that produced at least one record.
+    /// Batches published: groups of records made ready at once (a scheduler wakeup's, or
+    /// those a host's completions made due at once).
     pub batches: u64,
+    /// Records published (ticks made ready for the host).
     pub records_published: u64,
     /// Exchange calls that returned records, plus batch-callback invocations.
     pub host_crossings: u64,
+    /// Records the host received through those crossings.
     pub records_received: u64,
+    /// Completions reported OK.
     pub completed_ok: u64,
+    /// Completions reported FAILED.
     pub completed_failed: u64,
+    /// Completions reported DEFERRED (the tick is kept and retried).
     pub completed_deferred: u64,
     /// Records that never started: completed NOT_STARTED, or taken back because their
     /// generation ended before a host received them.
@@ -254,12 +261,19 @@ pub struct spot_stats {
     /// Due ticks never delivered because the owner lease ran out or the authority was
     /// revoked.
     pub ticks_dropped_authority: u64,
+    /// Registrations accepted.
     pub registered: u64,
+    /// Generations ended, for any reason.
     pub ended: u64,
+    /// Release hooks (or the release function) that failed.
     pub cleanup_failures: u64,
+    /// Completions whose token matched no outstanding record.
     pub invalid_completions: u64,
+    /// Stale deadline-queue entries removed when they surfaced or by compaction.
     pub stale_entries_dropped: u64,
+    /// Times the deadline queue was compacted to shed stale entries.
     pub compactions: u64,
+    /// Times a due tick had to wait for its owner's gate.
     pub gate_waits: u64,
     /// Nominal ticks that had come due, summed over generations when they end (ABI 1.1).
     pub ticks_due: u64,

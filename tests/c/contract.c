@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <unistd.h>
 
 #include "util.h"
 
@@ -344,6 +345,84 @@ static void contract_11_lease_expiry(void) {
     CHECK_OK(spot_advance(rt, 10 * MS));
     CHECK_EQ_U64(xchg(rt, NULL, 0, r, 4), 1);
     CHECK_EQ_U64(r[0].delivery_index, 1);
+    CHECK_OK(spot_runtime_free(rt));
+}
+
+/* 11 without a call: the call-free start check (now < *lease_word, then a compare-and-swap
+ * of *live_word) sees the lease. *lease_word is the owner's deadline on the runtime's clock,
+ * moves with a renewal, and is 0 once the authority is revoked; a host reading past it
+ * (a pause between receiving and starting) must not start. */
+static int call_free_start(const struct spot_record *r, uint64_t now) {
+    uint64_t expected = r->live_value;
+    return now < __atomic_load_n(r->lease_word, __ATOMIC_ACQUIRE) &&
+           __atomic_compare_exchange_n(r->live_word, &expected, r->started_value, 0,
+                                       __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
+static void call_free_check_covers_the_lease(void) {
+    uint64_t rt = manual_runtime();
+    struct spot_record r[4];
+    uint64_t ep = 0, now = 0;
+    CHECK_OK(spot_owner_acquire(rt, 1, 100 * MS, SPOT_GATE_CONCURRENT, &ep));
+    CHECK_OK(spot_now(rt, &now));
+    uint64_t t0 = now;
+    reg(rt, 1, ep, 1, spec_every(10 * MS, SPOT_POLICY_SKIP_LATE_TICKS, 1));
+    CHECK_OK(spot_advance(rt, 10 * MS));
+    CHECK_EQ_U64(xchg(rt, NULL, 0, r, 4), 1);
+    CHECK_EQ_U64(*r[0].lease_word, t0 + 100 * MS);
+    /* a reading at or past the deadline refuses the start; the word stays live */
+    CHECK(!call_free_start(&r[0], t0 + 100 * MS));
+    CHECK(__atomic_load_n(r[0].live_word, __ATOMIC_ACQUIRE) == r[0].live_value);
+    /* a renewal moves the deadline the record sees */
+    CHECK_OK(spot_owner_renew(rt, 1, ep, 100 * MS)); /* at t0+10: deadline t0+110 */
+    CHECK_EQ_U64(*r[0].lease_word, t0 + 110 * MS);
+    CHECK(call_free_start(&r[0], t0 + 100 * MS));
+    CHECK(!call_free_start(&r[0], t0 + 100 * MS)); /* claimed once */
+    CHECK_EQ_U64(complete_and_take(rt, &r[0], SPOT_OUTCOME_OK, r, 4), 0);
+    CHECK_OK(spot_advance(rt, 10 * MS));
+    CHECK_EQ_U64(xchg(rt, NULL, 0, r, 4), 1);
+    /* revoked while the record is in hand: no reading passes */
+    CHECK_OK(spot_owner_revoke(rt, 1, ep));
+    CHECK_EQ_U64(*r[0].lease_word, 0);
+    CHECK(!call_free_start(&r[0], 0));
+    CHECK_OK(spot_runtime_free(rt));
+}
+
+/* A blocking cancel of a timer that is not running ends it on the calling thread: the
+ * scheduler is neither woken nor asked for a turn. */
+static void blocking_cancel_of_an_idle_timer_never_wakes_the_scheduler(void) {
+    struct spot_runtime_config cfg = {0};
+    cfg.struct_size = sizeof cfg;
+    cfg.clock = SPOT_CLOCK_REAL;
+    uint64_t rt = 0;
+    CHECK_OK(spot_runtime_new(&cfg, &rt));
+    uint64_t ep = owner(rt, 1, SPOT_GATE_CONCURRENT);
+    struct spot_timer t[200];
+    for (int i = 0; i < 200; i++) {
+        struct spot_timer_spec sp = {0};
+        sp.struct_size = sizeof sp;
+        sp.policy = SPOT_POLICY_SKIP_LATE_TICKS;
+        sp.period_ns = 0;
+        sp.first_due_ns = 3600ULL * 1000 * MS; /* an hour away: the scheduler sleeps */
+        t[i] = reg(rt, 1, ep, (uint64_t)i, sp);
+    }
+    /* the first registration woke the scheduler (an earlier deadline); let it settle */
+    struct spot_stats before = stats(rt), settled;
+    for (int i = 0; i < 100; i++) {
+        usleep(20 * 1000);
+        settled = before;
+        before = stats(rt);
+        if (settled.wakeups == before.wakeups) break;
+    }
+    for (int i = 0; i < 200; i++) {
+        uint32_t reason = 99;
+        CHECK_OK(spot_timer_cancel(rt, t[i], 10 * 1000 * MS, &reason));
+        CHECK_EQ_U64(reason, SPOT_END_CANCELLED);
+    }
+    struct spot_stats after = stats(rt);
+    CHECK_EQ_U64(after.ended - before.ended, 200);
+    CHECK_EQ_U64(after.wakeups, before.wakeups);
+    CHECK_EQ_U64(after.scheduler_wakes_by_hosts, before.scheduler_wakes_by_hosts);
     CHECK_OK(spot_runtime_free(rt));
 }
 
@@ -710,6 +789,8 @@ void run_contract_tests(void) {
     RUN(contract_09_catch_up_bounded);
     RUN(contract_10_delay_next_tick);
     RUN(contract_11_lease_expiry);
+    RUN(call_free_check_covers_the_lease);
+    RUN(blocking_cancel_of_an_idle_timer_never_wakes_the_scheduler);
     RUN(contract_12_resources_do_not_grow);
     RUN(contract_13_stats_fixed_size);
     RUN(contract_t10_one_crossing_per_wakeup);

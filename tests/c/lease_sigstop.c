@@ -5,7 +5,11 @@
  *
  * The child logs, on the runtime's clock (CLOCK_BOOTTIME, which runs while the process is
  * stopped): every lease deadline it set, and every tick whose handler it started, with
- * the time read right before spot_record_begin. The parent checks the log. */
+ * the clock reading its start was decided on. The parent checks the log.
+ *
+ * It runs twice: starting records with spot_record_begin, and with the call-free check a
+ * host does itself (one clock read per batch; per record, now < *lease_word and a
+ * compare-and-swap of *live_word to started_value). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <signal.h>
@@ -23,6 +27,8 @@
  * every duration except the period (the valgrind run uses a larger scale because the first
  * calls under valgrind can take longer than a 200 ms lease). */
 static uint64_t scale = 1;
+/* Start records without a call (see the file comment). */
+static int call_free = 0;
 #define LEASE (200 * MS * scale)
 #define PERIOD (5 * MS)
 #define RENEW_EVERY (50 * MS * scale)
@@ -63,11 +69,22 @@ static int child(FILE *log) {
     while (boottime() - start < RUN_FOR) {
         if (spot_exchange(rt, done, n_done, recs, 16, 10 * (int64_t)MS, &n) != SPOT_OK) return 4;
         n_done = 0;
+        uint64_t batch_now = boottime(); /* the call-free check's one reading per batch */
         for (size_t i = 0; i < n; i++) {
             if (recs[i].kind != SPOT_RECORD_TICK) continue;
             uint64_t before;
-            spot_now(rt, &before);
-            int started = spot_record_begin(rt, &recs[i]) == SPOT_OK;
+            int started;
+            if (call_free) {
+                uint64_t expected = recs[i].live_value;
+                before = batch_now;
+                started = before < __atomic_load_n(recs[i].lease_word, __ATOMIC_ACQUIRE) &&
+                          __atomic_compare_exchange_n(recs[i].live_word, &expected,
+                                                      recs[i].started_value, 0, __ATOMIC_ACQ_REL,
+                                                      __ATOMIC_ACQUIRE);
+            } else {
+                spot_now(rt, &before);
+                started = spot_record_begin(rt, &recs[i]) == SPOT_OK;
+            }
             if (started)
                 fprintf(log, "tick %llu %llu %llu %llu\n", (unsigned long long)before,
                         (unsigned long long)recs[i].delivery_index,
@@ -161,10 +178,10 @@ static void sigstop_past_lease(void) {
     }
     if (r) fclose(r);
     (void)max_burst;
-    printf("     lease %llu ms, period %llu ms, stopped %llu ms; ticks before stop %llu, "
+    printf("     %s: lease %llu ms, period %llu ms, stopped %llu ms; ticks before stop %llu, "
            "after deadline %llu, after continue %llu; last tick %.1f ms before the final "
            "deadline\n",
-           LEASE / MS, PERIOD / MS, (unsigned long long)((cont_at - stop_at) / MS), ticks_before,
+           call_free ? "call-free check" : "spot_record_begin", LEASE / MS, PERIOD / MS, (unsigned long long)((cont_at - stop_at) / MS), ticks_before,
            ticks_after_deadline, ticks_after_cont, (double)(deadline - last_tick) / 1e6);
     CHECK(ticks_before >= 10);          /* it really ran before the stop */
     CHECK_EQ_U64(ticks_after_deadline, 0); /* no callback after the lease deadline */
@@ -176,8 +193,19 @@ static void sigstop_past_lease(void) {
     if (h_failed_checks == 0) unlink(path); else printf("     log kept: %s\n", path);
 }
 
+static void sigstop_past_lease_with_begin(void) {
+    call_free = 0;
+    sigstop_past_lease();
+}
+
+static void sigstop_past_lease_with_the_call_free_check(void) {
+    call_free = 1;
+    sigstop_past_lease();
+}
+
 int main(int argc, char **argv) {
     if (argc > 1) scale = strtoull(argv[1], NULL, 10) ? strtoull(argv[1], NULL, 10) : 1;
-    RUN(sigstop_past_lease);
+    RUN(sigstop_past_lease_with_begin);
+    RUN(sigstop_past_lease_with_the_call_free_check);
     return finish_tests();
 }

@@ -3,6 +3,7 @@
 // CompletedFailed + TicksSkipped + TicksDroppedAuthority + TicksDiscarded.
 using System;
 using System.Collections.Generic;
+using System.Threading;
 using System.Threading.Tasks;
 using NUnit.Framework;
 using SpotTimer;
@@ -144,6 +145,35 @@ namespace SpotTimer.Tests
                 }
                 Assert.AreEqual(st.TicksSkipped, skipped);
                 Assert.AreEqual(st.CompletedFailed, failed);
+            }
+        }
+
+        [Test]
+        public void BlockingCancelOfAnIdleTimer_NeverWakesTheScheduler()
+        {
+            // Real clock: the scheduler sleeps until the earliest deadline, an hour away.
+            using (var rt = new Runtime(new RuntimeOptions { Clock = ClockKind.Real }))
+            {
+                var owner = rt.AcquireOwner(1);
+                var timers = new List<Timer>();
+                for (ulong k = 0; k < 200; k++)
+                    timers.Add(owner.After(k, TimeSpan.FromHours(1), t => { }));
+                // the first registration woke the scheduler (an earlier deadline): let it settle
+                var before = rt.GetStats();
+                for (int i = 0; i < 100; i++)
+                {
+                    Thread.Sleep(20);
+                    var settled = before;
+                    before = rt.GetStats();
+                    if (settled.Wakeups == before.Wakeups) break;
+                }
+                foreach (var t in timers)
+                    Assert.AreEqual(EndReason.Cancelled, t.Cancel(TimeSpan.FromSeconds(10)).Reason);
+                var after = rt.GetStats();
+                Assert.AreEqual(200, after.Ended - before.Ended);
+                // each cancel ended its timer on the calling thread
+                Assert.AreEqual(before.Wakeups, after.Wakeups);
+                Assert.AreEqual(before.SchedulerWakesByHosts, after.SchedulerWakesByHosts);
             }
         }
     }

@@ -2,6 +2,7 @@
 ticks_due == completed_ok + completed_failed + ticks_skipped + ticks_dropped_authority
 + ticks_discarded."""
 import dataclasses
+import time
 
 import spot_timer as st
 from conftest import MS
@@ -136,3 +137,24 @@ def test_stats_tick_accounting_identity():
     per_timer = [t.stats() for t in (a, b, c, survivor)]
     assert sum(t.skipped_ticks for t in per_timer) == s.ticks_skipped
     assert sum(t.failed for t in per_timer) == s.completed_failed
+
+
+def test_blocking_cancel_of_an_idle_timer_never_wakes_the_scheduler():
+    # Real clock: the scheduler sleeps until the earliest deadline, an hour away.
+    with st.Runtime() as rt:
+        owner = rt.owner(1)
+        timers = [owner.after(3600, lambda tick: None, key=k) for k in range(200)]
+        # the first registration woke the scheduler (an earlier deadline); let it settle
+        before = rt.stats()
+        for _ in range(100):
+            time.sleep(0.02)
+            settled, before = before, rt.stats()
+            if settled.wakeups == before.wakeups:
+                break
+        for t in timers:
+            assert t.cancel(timeout=10) is st.EndReason.CANCELLED
+        after = rt.stats()
+        assert after.ended - before.ended == 200
+        # each cancel ended its timer on the calling thread
+        assert after.wakeups == before.wakeups
+        assert after.scheduler_wakes_by_hosts == before.scheduler_wakes_by_hosts
