@@ -1,6 +1,6 @@
 # Benchmarks.
 #
-# `make bench` runs the side-by-side suite (bench/suite.py, issue 6): workloads W1-W6 for
+# `make bench` runs the side-by-side suite (bench/suite.py): workloads W1-W6 for
 # spot-timer (Rust core, C ABI, Python, .NET) and its peers (tokio sleep/Interval, tokio-util
 # DelayQueue, libuv uv_timer, Go time.AfterFunc, asyncio, threading.Timer,
 # System.Threading.Timer on Mono) in one run, and writes bench/results/latest.json,

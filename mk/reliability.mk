@@ -1,4 +1,4 @@
-# Reliability (issue 7): Miri, cargo-fuzz smoke runs, stress with the accounting identity,
+# Reliability: Miri, cargo-fuzz smoke runs, stress with the accounting identity,
 # fault tests (C and Python), ThreadSanitizer over the library with the C fault program and
 # the stress tests.
 #   make test-reliability          quick form (part of `make test`)

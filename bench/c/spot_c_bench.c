@@ -3,9 +3,12 @@
  *
  *   spot_c_bench w1 <n>                              arm (spot_timer_register) + cancel
  *                                                    (spot_timer_cancel_async), batch-callback delivery
- *   spot_c_bench w2 <n> <seconds> <period_ms> [batch] periodic timers sharing one period and
- *                                                    phase, delivered with spot_exchange(capacity =
- *                                                    batch, default 1024); lateness (W3); crossings
+ *   spot_c_bench w2 <n> <seconds> <period_ms> [batch [same|spread [latency|noop]]]
+ *                                                    periodic timers sharing one period (and phase,
+ *                                                    or phases spread over it), delivered with
+ *                                                    spot_exchange(capacity = batch, default 1024);
+ *                                                    lateness (W3) unless the handler is noop;
+ *                                                    crossings
  *   spot_c_bench w4 <n>                              RSS per live timer
  *   spot_c_bench w6 <n> <threads>                    registration from 1..k threads, one runtime
  * Owners: 100 timers each, SPOT_GATE_CONCURRENT. One JSON object on stdout.
@@ -89,7 +92,6 @@ static void w1_once(size_t n, uint64_t seed, double *arm, double *cancel) {
     struct spot_timer *ts = malloc(n * sizeof *ts);
     uint64_t *dl = malloc(n * sizeof *dl), s = seed | 1;
     for (size_t i = 0; i < n; i++) dl[i] = rng_deadline_ms(&s) * 1000000ull;
-    uint64_t ended0 = stats(rt).ended;
     uint64_t t0 = mono_ns();
     for (size_t i = 0; i < n; i++) {
         struct spot_timer_spec sp = one_shot(dl[i]);
@@ -101,12 +103,20 @@ static void w1_once(size_t n, uint64_t seed, double *arm, double *cancel) {
         uint32_t done, reason;
         CHECK(spot_timer_cancel_async(rt, ts[i], i, &done, &reason));
     }
-    wait_ended(rt, ended0 + n);
+    wait_ended(rt, n);
     uint64_t t2 = mono_ns();
     CHECK(spot_runtime_free(rt));
     free(ts); free(dl); free(ep);
     *arm = (double)(t1 - t0) / n;
     *cancel = (double)(t2 - t1) / n;
+}
+
+/* W2's variants (see the usage line): phases spread evenly over the period, and a handler
+ * that does nothing but count (the runtime's own cost per record). */
+static int w2_spread = 0, w2_noop = 0;
+
+static uint64_t w2_offset(uint64_t i, size_t n, uint64_t period) {
+    return w2_spread ? (uint64_t)((double)period * (double)i / (double)n) : 0;
 }
 
 static void w2(size_t n, double seconds, uint64_t period_ms, size_t batch) {
@@ -122,7 +132,8 @@ static void w2(size_t n, double seconds, uint64_t period_ms, size_t batch) {
     for (size_t i = 0; i < n; i++) {
         uint64_t now;
         CHECK(spot_now(rt, &now));
-        struct spot_timer_spec sp = one_shot(start > now ? start - now : 0);
+        uint64_t first = start + w2_offset(i, n, period);
+        struct spot_timer_spec sp = one_shot(first > now ? first - now : 0);
         sp.period_ns = period;
         CHECK(spot_timer_register(rt, 1 + i / PER_OWNER, ep[i / PER_OWNER], i, &sp, NULL, NULL, &t));
     }
@@ -151,7 +162,9 @@ static void w2(size_t n, double seconds, uint64_t period_ms, size_t batch) {
                                             __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
                 /* the handler: count, lateness against the nominal due time */
                 if (measuring) {
-                    hist_add(&h, (int64_t)(boot_ns() - (start + (r->scheduled_index - 1) * period)));
+                    if (!w2_noop)
+                        hist_add(&h, (int64_t)(boot_ns() - (start + w2_offset(r->key, n, period) +
+                                                           (r->scheduled_index - 1) * period)));
                     records++;
                 }
                 comp[nc++] = (struct spot_completion){r->token, SPOT_OUTCOME_OK, 0};
@@ -181,8 +194,11 @@ static void w4(size_t n) {
     struct timespec d = {0, 300000000};
     nanosleep(&d, NULL);
     long after = rss_bytes();
-    printf("{\"rss_before\":%ld,\"rss_after\":%ld,\"bytes_per_timer\":%.1f}\n", before, after,
-           (double)(after - before) / (double)n);
+    /* the host keeps one struct spot_timer per timer (included in bytes_per_timer) */
+    printf("{\"rss_before\":%ld,\"rss_after\":%ld,\"bytes_per_timer\":%.1f,\"host_handle_bytes\":%zu,"
+           "\"runtime_bytes_per_timer\":%.1f}\n",
+           before, after, (double)(after - before) / (double)n, sizeof(struct spot_timer),
+           (double)(after - before) / (double)n - (double)sizeof(struct spot_timer));
     fflush(stdout);
     _exit(0);
 }
@@ -233,6 +249,8 @@ int main(int argc, char **argv) {
         printf("{\"arm_ns\":%.2f,\"cancel_ns\":%.2f,\"arm_cancel_ns\":%.2f,\"allocs_per_arm\":null,\"allocs_per_cancel\":null}\n",
                arm, cancel, arm + cancel);
     } else if (!strcmp(argv[1], "w2") && argc >= 5) {
+        w2_spread = argc >= 7 && !strcmp(argv[6], "spread");
+        w2_noop = argc >= 8 && !strcmp(argv[7], "noop");
         w2(n, atof(argv[3]), strtoull(argv[4], NULL, 10), argc >= 6 ? strtoull(argv[5], NULL, 10) : 1024);
     } else if (!strcmp(argv[1], "w4")) {
         w4(n);

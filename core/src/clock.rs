@@ -2,7 +2,7 @@
 //!
 //! The real clock is Linux `CLOCK_BOOTTIME`: it keeps counting while the process is
 //! stopped *and* while the machine is suspended, so an owner lease that ran out during a
-//! pause is seen as expired the moment the process runs again (SPEC T6). The manual clock
+//! pause is seen as expired the moment the process runs again (contract T6). The manual clock
 //! only moves when a test advances it, which makes every contract test deterministic.
 
 use std::sync::atomic::{AtomicU64, Ordering};

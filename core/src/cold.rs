@@ -11,7 +11,7 @@ use crate::hash::U64Hashing;
 use crate::sync::{Mutex, MutexGuard};
 
 /// Cleans up the host's user data when a generation ends. It may fail; the failure becomes
-/// the generation's terminal result (SPEC T2).
+/// the generation's terminal result (contract T2).
 pub type ReleaseHook = Box<dyn FnOnce() -> std::result::Result<(), String> + Send>;
 
 /// Cleans up a payload when its generation ends: configured once per runtime

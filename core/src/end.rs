@@ -1,4 +1,4 @@
-//! The one terminal result of a timer generation (SPEC T2).
+//! The one terminal result of a timer generation (contract T2).
 
 use crate::error::Error;
 

@@ -1,4 +1,4 @@
-//! Overrun policies and the backlog rule (SPEC T3, T4, T5): every scheduling decision of a
+//! Overrun policies and the backlog rule (contract T3, T4, T5): every scheduling decision of a
 //! timer, as pure functions over nominal tick numbers and one [`Schedule`] value, so they
 //! are property-tested apart from any clock or thread. Nothing else in the crate decides
 //! which tick is delivered or when a timer is due.

@@ -95,7 +95,7 @@ impl TimerSpec {
     }
 }
 
-/// Fixed-size statistics of one generation (SPEC T8): counters, never histories.
+/// Fixed-size statistics of one generation (contract T8): counters, never histories.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TimerStats {
     /// Callbacks delivered (completed Ok or Failed).

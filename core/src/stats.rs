@@ -1,4 +1,4 @@
-//! Resource and delivery counters (SPEC T7, T10), readable at any time.
+//! Resource and delivery counters (contract T7, T10), readable at any time.
 //!
 //! Counters are striped: each thread adds to its own cache line, so host threads and the
 //! scheduler never bounce a shared line per operation; a snapshot sums the stripes. A

@@ -4,7 +4,7 @@ use crate::end::EndResult;
 use crate::owner::OwnerId;
 use crate::spec::{TimerId, TimerKey};
 
-/// Tick info (SPEC T4): the only timing contract the host observes.
+/// Tick info (contract T4): the only timing contract the host observes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Tick {
     /// 1 for the first callback started in this generation, then +1 per started callback.
@@ -25,7 +25,7 @@ pub enum Outcome {
     /// delivered: the tick is not retried.
     Failed = 1,
     /// The host could not get the owner's execution permission; the tick is kept, not
-    /// counted as delivered, and retried at the next opportunity (SPEC T9).
+    /// counted as delivered, and retried at the next opportunity (contract T9).
     Deferred = 2,
     /// The host did not start the callback because the record went stale (cancelled,
     /// re-registered, lease over). Nothing is counted as delivered.
@@ -97,7 +97,7 @@ pub struct TickRecord<P> {
 }
 
 impl<P> TickRecord<P> {
-    /// The tick info (SPEC T4).
+    /// The tick info (contract T4).
     pub fn tick(&self) -> Tick {
         self.tick
     }

@@ -1,5 +1,5 @@
-//! Every bad input of issue 2 gets a specific error, never a panic, and loses nothing
-//! already admitted.
+//! Every bad input gets a specific error, never a panic, and loses nothing already
+//! admitted.
 
 mod common;
 

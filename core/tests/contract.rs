@@ -1,5 +1,6 @@
-//! One test per item of SPEC.md's Verification list (13 is in `contract_13_memory.rs`,
-//! which needs its own counting allocator). Public API only, manual clock.
+//! One test per item of the verification list of docs/contract.md (13 is in
+//! `contract_13_memory.rs`, which needs its own counting allocator). Public API only,
+//! manual clock.
 
 mod common;
 

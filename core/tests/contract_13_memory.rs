@@ -1,5 +1,5 @@
-//! SPEC Verification 13: a long-running timer's statistics do not grow memory. Its own
-//! test binary, because it counts every byte the process allocates.
+//! Contract verification 13: a long-running timer's statistics do not grow memory. Its
+//! own test binary, because it counts every byte the process allocates.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, Ordering};

@@ -1,5 +1,5 @@
-//! Behaviour beyond the Verification list: gates and deferral (T9), one-shots, cancel
-//! forms (T2), batch delivery (T10), the wakeup fd and the real clock.
+//! Behaviour beyond the contract's verification list: gates and deferral (T9), one-shots,
+//! cancel forms (T2), batch delivery (T10), the wakeup fd and the real clock.
 
 mod common;
 

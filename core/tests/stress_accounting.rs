@@ -1,4 +1,4 @@
-//! Reliability stress (issue 7): large timer counts, register/re-register/cancel churn from
+//! Reliability stress: large timer counts, register/re-register/cancel churn from
 //! several threads, slow handlers that overrun their period, and RSS over churn rounds.
 //!
 //! Every test here is `#[ignore]`d so plain `cargo test` stays fast; `make
@@ -662,7 +662,7 @@ fn stress_rss_churn_rounds() {
             .map(|&r| r as f64 / v[0] as f64 - 1.0)
             .fold(f64::MIN, f64::max)
     };
-    // The issue's criterion: RSS within 5% of round 1. RSS also holds what glibc keeps of
+    // The acceptance criterion: RSS within 5% of round 1. RSS also holds what glibc keeps of
     // freed memory, which moves with thread timing (1.4-4.3% over 10 runs). The bytes the
     // process has allocated and not freed are exact: they must come back to round 1's
     // figure (+64 KiB for buffers that reach their high-water mark a little later), or

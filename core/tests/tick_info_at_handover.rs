@@ -1,4 +1,4 @@
-//! SPEC T3: "the pending record's tick info is computed when it is delivered". A record
+//! Contract T3: "the pending record's tick info is computed when it is delivered". A record
 //! published at a scheduler wakeup can wait in the ready queue while the host is busy or
 //! stalled; when the host finally receives it, it must carry the tick info of that
 //! moment (the backlog rule applied to everything due by then), not of the wakeup.

@@ -374,7 +374,7 @@ fn run(args: &Args) -> Result<ExitCode, spot_timer_core::Error> {
         done.clear();
         for rec in &out {
             let Record::Tick(t) = rec else { continue };
-            // Re-check the generation right before the handler starts (SPEC T1).
+            // Re-check the generation right before the handler starts (contract T1).
             if !rt.begin(t) {
                 not_started += 1;
                 done.push(t.complete(spot_timer_core::Outcome::NotStarted));

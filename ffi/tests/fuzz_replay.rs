@@ -1,4 +1,4 @@
-//! Replays the fuzz harnesses of `fuzz/` (issue 7) on fixed and pseudo-random inputs, so
+//! Replays the fuzz harnesses of `fuzz/` on fixed and pseudo-random inputs, so
 //! `cargo test` and Miri (`make test-reliability` runs `cargo +nightly miri test -p
 //! spot-timer-ffi --test fuzz_replay`) exercise the same C ABI call sequences as the fuzzer:
 //! handle registry, panic boundary, versioned struct reads, pointer checks, records and

@@ -1,4 +1,4 @@
-//! Fuzz harnesses of spot-timer (issue 7). Each takes arbitrary bytes, interprets them as a
+//! Fuzz harnesses of spot-timer. Each takes arbitrary bytes, interprets them as a
 //! sequence of operations and panics (a crash for libFuzzer) when the library breaks its
 //! contract: a caught panic (`SPOT_E_PANIC`), an unknown status code, a record delivered
 //! twice, two callbacks of one timer in flight, or tick info that breaks T4/T5.

@@ -1,7 +1,7 @@
 //! Tick-info invariants on the manual clock: random timers (all three overrun policies,
 //! random periods, first-due delays and `max_catch_up_ticks`, one-shots), random handler
 //! durations (a record is held across clock advances before it completes), re-registration
-//! and cancel. Checked against an independent model of SPEC T3/T4/T5:
+//! and cancel. Checked against an independent model of contract T3/T4/T5:
 //!
 //! - T3: never a second record of a timer while the host holds one;
 //! - T4: `delivery_index` +1 per callback, `skipped_ticks = scheduled - previous - 1`;

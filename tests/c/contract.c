@@ -1,6 +1,7 @@
-/* Contract tests 01-13 of SPEC.md's Verification list, through the public C surface only,
- * on the manual clock (spot_advance returns after the scheduler fired everything due, and
- * spot_exchange with completions waits until they are applied: timeout 0 is deterministic). */
+/* Contract tests 01-13 of the verification list of docs/contract.md, through the public C
+ * surface only, on the manual clock (spot_advance returns after the scheduler fired
+ * everything due, and spot_exchange with completions waits until they are applied: timeout 0
+ * is deterministic). */
 #define _GNU_SOURCE
 #include "contract.h"
 
@@ -608,7 +609,7 @@ static struct spot_record *find(struct spot_record *r, size_t n, struct spot_tim
     return &r[0];
 }
 
-/* SPEC T7/T10 tick accounting through the C ABI (1.1): once every generation has ended,
+/* Contract T7/T10 tick accounting through the C ABI (1.1): once every generation has ended,
  * ticks_due == completed_ok + completed_failed + ticks_skipped + ticks_dropped_authority
  * + ticks_discarded. Timers of every policy and a one-shot; Ok and Failed completions;
  * cancels with a record published but not received, and with records in the host's hands

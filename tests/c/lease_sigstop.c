@@ -1,4 +1,4 @@
-/* Real-process lease test (SPEC T6, Verification 11): a C host process with a 200 ms owner
+/* Real-process lease test (contract T6, verification 11): a C host process with a 200 ms owner
  * lease, renewed every 50 ms, and a 5 ms periodic timer is stopped with SIGSTOP for 600 ms
  * (past its lease) and continued. Its own log must show no callback start after the lease
  * deadline and no burst of backlog ticks after it resumes.

@@ -1,4 +1,4 @@
-/* Reliability fault tests over the C ABI (issue 7). Built and run by
+/* Reliability fault tests over the C ABI. Built and run by
  * `make test-reliability` against libspot_timer.a, twice: plain, and ThreadSanitizer-
  * instrumented (clang -fsanitize=thread; the library itself is not instrumented).
  *
@@ -357,7 +357,7 @@ static void stalled_host(void) {
             recs[i].skipped_ticks != recs[i].scheduled_index - p->scheduled - 1)
             violations++;
         if (recs[i].skipped_ticks > max_skipped) max_skipped = recs[i].skipped_ticks;
-        /* SPEC T3: tick info is computed when the record is delivered (handed over), so
+        /* Contract T3: tick info is computed when the record is delivered (handed over), so
          * a SkipLateTicks record that waited out the stall carries the newest tick due
          * now: about stall_ms / period skipped ticks, not the few of its publication. */
         if (recs[i].skipped_ticks + 1 < stall_ms / (1 + k % 5) / 2) stale_labels++;

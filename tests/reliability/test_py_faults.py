@@ -1,4 +1,4 @@
-"""Reliability faults through the Python binding (issue 7): a handler raising on every tick
+"""Reliability faults through the Python binding: a handler raising on every tick
 for 1M ticks keeps memory flat; interpreter shutdown with 20k live timers exits promptly.
 
 Run by `make test-reliability` with the binding's venv (build/venv-python). Sizes:

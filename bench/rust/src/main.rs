@@ -291,7 +291,27 @@ struct W2Out {
     crossings: Option<f64>,
 }
 
-fn w2(system: &str, n: usize, seconds: f64, period_ms: u64) {
+/// W2's variants: timers due together (`same`) or with phases spread evenly over the
+/// period (`spread`); a handler that records its lateness (`latency`, one clock read per
+/// record) or does nothing but count (`noop`: the runtime's own cost per record).
+#[derive(Clone, Copy)]
+struct W2Opts {
+    spread: bool,
+    noop: bool,
+}
+
+impl W2Opts {
+    /// Timer `i`'s offset from the common start.
+    fn offset(self, i: usize, n: usize, period: Duration) -> Duration {
+        if self.spread {
+            period.mul_f64(i as f64 / n as f64)
+        } else {
+            Duration::ZERO
+        }
+    }
+}
+
+fn w2(system: &str, n: usize, seconds: f64, period_ms: u64, opts: W2Opts) {
     let period = Duration::from_millis(period_ms);
     let warm = Duration::from_millis(500);
     let measure = Duration::from_secs_f64(seconds);
@@ -304,7 +324,8 @@ fn w2(system: &str, n: usize, seconds: f64, period_ms: u64) {
                 Instant::now() + Duration::from_millis(200) + Duration::from_micros(5 * n as u64);
             let mut hs = Vec::with_capacity(n);
             for i in 0..n {
-                let first = start.saturating_duration_since(Instant::now());
+                let first = (start + opts.offset(i, n, period))
+                    .saturating_duration_since(Instant::now());
                 let spec = TimerSpec::every(period).first_due(first);
                 hs.push(
                     owners[i / PER_OWNER]
@@ -334,9 +355,13 @@ fn w2(system: &str, n: usize, seconds: f64, period_ms: u64) {
                     if let Record::Tick(t) = rec {
                         if rt.begin(&t) {
                             // the handler: count, lateness against the nominal due time
-                            let due = start + period * (t.tick().scheduled_index as u32 - 1);
                             if measuring {
-                                hist.add(late(Instant::now(), due));
+                                if !opts.noop {
+                                    let due = start
+                                        + opts.offset(t.key() as usize, n, period)
+                                        + period * (t.tick().scheduled_index as u32 - 1);
+                                    hist.add(late(Instant::now(), due));
+                                }
                                 records += 1;
                             }
                             done.push(t.complete(Outcome::Ok));
@@ -370,15 +395,18 @@ fn w2(system: &str, n: usize, seconds: f64, period_ms: u64) {
             let start = tokio::time::Instant::now()
                 + Duration::from_millis(200)
                 + Duration::from_micros(5 * n as u64);
-            for _ in 0..n {
+            for i in 0..n {
                 let (h, c, m) = (hist.clone(), count.clone(), measuring.clone());
+                let first = start + opts.offset(i, n, period);
                 trt.spawn(async move {
-                    let mut iv = tokio::time::interval_at(start, period);
+                    let mut iv = tokio::time::interval_at(first, period);
                     iv.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
                     loop {
                         let due = iv.tick().await;
                         if m.load(Relaxed) {
-                            h.add(late(Instant::now(), due.into_std()));
+                            if !opts.noop {
+                                h.add(late(Instant::now(), due.into_std()));
+                            }
                             c.fetch_add(1, Relaxed);
                         }
                     }
@@ -409,7 +437,7 @@ fn w2(system: &str, n: usize, seconds: f64, period_ms: u64) {
                     + Duration::from_millis(200)
                     + Duration::from_micros(5 * n as u64);
                 for i in 0..n {
-                    dq.insert_at(i as u32, start);
+                    dq.insert_at(i as u32, start + opts.offset(i, n, period));
                 }
                 let t_begin = start + warm;
                 let t_end = t_begin + measure;
@@ -426,7 +454,9 @@ fn w2(system: &str, n: usize, seconds: f64, period_ms: u64) {
                     }
                     let due = e.deadline();
                     if measuring {
-                        h.add(late(Instant::now(), due.into_std()));
+                        if !opts.noop {
+                            h.add(late(Instant::now(), due.into_std()));
+                        }
                         records += 1;
                     }
                     let mut next = due + period;
@@ -473,11 +503,12 @@ fn w4(system: &str, n: usize) {
             before = rss_bytes();
             let rt = spot_runtime();
             let owners = spot_owners(&rt, n, 1);
+            // kept by id, as a host holding a million timers would (16 bytes each)
             let mut hs = Vec::with_capacity(n);
             for (i, d) in dl.iter().enumerate() {
                 hs.push(
                     owners[i / PER_OWNER]
-                        .register(i as u64, TimerSpec::after(*d), 0, None)
+                        .register_id(i as u64, TimerSpec::after(*d), 0, None)
                         .unwrap(),
                 );
             }
@@ -516,9 +547,16 @@ fn w4(system: &str, n: usize) {
         }
         s => panic!("w4: unknown system {s}"),
     }
+    // What the host keeps per timer to cancel it later (included in bytes_per_timer).
+    let handle = match system {
+        "spot" => std::mem::size_of::<TimerId>(),
+        "tokio-delayqueue" => std::mem::size_of::<tokio_util::time::delay_queue::Key>(),
+        _ => std::mem::size_of::<usize>(), // a pinned box's pointer
+    };
     println!(
-        "{{\"rss_before\":{before},\"rss_after\":{after},\"bytes_per_timer\":{:.1}}}",
-        (after as f64 - before as f64) / n as f64
+        "{{\"rss_before\":{before},\"rss_after\":{after},\"bytes_per_timer\":{:.1},\"host_handle_bytes\":{handle},\"runtime_bytes_per_timer\":{:.1}}}",
+        (after as f64 - before as f64) / n as f64,
+        (after as f64 - before as f64) / n as f64 - handle as f64
     );
 }
 
@@ -552,7 +590,7 @@ fn w6(system: &str, n: usize, threads: usize) {
                             .enumerate()
                             .map(|(i, d)| {
                                 os[i / PER_OWNER]
-                                    .register(i as u64, TimerSpec::after(*d), 0, None)
+                                    .register_id(i as u64, TimerSpec::after(*d), 0, None)
                                     .unwrap()
                             })
                             .collect();
@@ -638,11 +676,20 @@ fn main() {
     let num = |i: usize| -> usize { a[i].parse().expect("number") };
     match a.get(1).map(String::as_str) {
         Some("w1") => w1(&a[2], num(3)),
-        Some("w2") => w2(&a[2], num(3), a[4].parse().unwrap(), a[5].parse().unwrap()),
+        Some("w2") => {
+            let opts = W2Opts {
+                spread: a.get(6).is_some_and(|p| p == "spread"),
+                noop: a.get(7).is_some_and(|h| h == "noop"),
+            };
+            w2(&a[2], num(3), a[4].parse().unwrap(), a[5].parse().unwrap(), opts)
+        }
         Some("w4") => w4(&a[2], num(3)),
         Some("w6") => w6(&a[2], num(3), num(4)),
         _ => {
-            eprintln!("usage: spot-bench-rust w1|w2|w4|w6 <system> <n> [...]");
+            eprintln!(
+                "usage: spot-bench-rust w1|w2|w4|w6 <system> <n> [...]\n       \
+                 w2 <system> <n> <seconds> <period_ms> [same|spread] [latency|noop]"
+            );
             std::process::exit(2);
         }
     }

@@ -3,7 +3,7 @@ using SpotTimer.Interop;
 
 namespace SpotTimer
 {
-    /// <summary>What a repeating timer does when its handler finished late (SPEC T5).</summary>
+    /// <summary>What a repeating timer does when its handler finished late (contract T5).</summary>
     public enum OverrunPolicy : uint
     {
         /// <summary>Fixed rate; a late timer skips the missed ticks and gets only the newest due one.</summary>
@@ -14,7 +14,7 @@ namespace SpotTimer
         DelayNextTick = 2,
     }
 
-    /// <summary>An owner's execution gate (SPEC T9).</summary>
+    /// <summary>An owner's execution gate (contract T9).</summary>
     public enum GateMode : uint
     {
         /// <summary>One handler at a time across all of the owner's timers (default).</summary>
@@ -46,7 +46,7 @@ namespace SpotTimer
         RuntimeClosed = 5,
     }
 
-    /// <summary>Tick info handed to a handler (SPEC T4).</summary>
+    /// <summary>Tick info handed to a handler (contract T4).</summary>
     public readonly struct Tick
     {
         readonly TimerState _state;
@@ -111,7 +111,7 @@ namespace SpotTimer
     }
 
     /// <summary>Runtime counters (spot_stats). Resource counters show what does not grow with
-    /// the number of timers (SPEC T7, T10).</summary>
+    /// the number of timers (contract T7, T10).</summary>
     public sealed class RuntimeStats
     {
         internal RuntimeStats(ref spot_stats s, long managedTransitions)

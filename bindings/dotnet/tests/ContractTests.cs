@@ -1,4 +1,4 @@
-// SPEC.md Verification items 1-11 (and 12) through the C# API, on the manual clock.
+// Contract verification items 1-11 (and 12) through the C# API, on the manual clock.
 using System;
 using System.Collections.Concurrent;
 using System.Collections.Generic;

@@ -1,9 +1,9 @@
-// Item 4 of the issue: the P/Invoke declarations must not drift from the header. The test
-// compiles a C program against include/spot_timer.h that prints sizeof/offsetof of every
-// mirrored struct (field names are the C names) and the value of every #define the binding
-// mirrors, and compares them with Marshal.SizeOf/OffsetOf and the C# constants. It also
-// checks every [DllImport] entry point against the library's dynamic symbols, and that
-// every exported spot_* function is declared.
+// The P/Invoke declarations must not drift from the header. The test compiles a C program
+// against include/spot_timer.h that prints sizeof/offsetof of every mirrored struct (field
+// names are the C names) and the value of every #define the binding mirrors, and compares
+// them with Marshal.SizeOf/OffsetOf and the C# constants. It also checks every [DllImport]
+// entry point against the library's dynamic symbols, and that every exported spot_*
+// function is declared.
 using System;
 using System.Collections.Generic;
 using System.Diagnostics;

@@ -1,4 +1,4 @@
-// SPEC T7/T10 tick accounting through Runtime.GetStats() (ABI 1.1 counters TicksDue and
+// Contract T7/T10 tick accounting through Runtime.GetStats() (ABI 1.1 counters TicksDue and
 // TicksDiscarded): once every generation has ended, TicksDue == CompletedOk +
 // CompletedFailed + TicksSkipped + TicksDroppedAuthority + TicksDiscarded.
 using System;

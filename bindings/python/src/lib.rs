@@ -260,7 +260,7 @@ impl NativeClock {
     }
 }
 
-/// Tick info handed to a handler (SPEC T4).
+/// Tick info handed to a handler (contract T4).
 #[pyclass(module = "spot_timer", name = "Tick", frozen, eq, hash)]
 #[derive(PartialEq, Eq, Hash, Clone)]
 struct PyTick {

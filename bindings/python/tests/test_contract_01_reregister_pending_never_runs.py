@@ -1,4 +1,5 @@
-"""SPEC Verification 1: re-registering a key: pending ticks of the previous generation never run."""
+"""Contract verification 1: re-registering a key: pending ticks of the previous generation
+never run."""
 import spot_timer as st
 from conftest import MS, step
 

@@ -1,4 +1,5 @@
-"""SPEC Verification 2: after cancel no later tick starts; a running callback runs to its end."""
+"""Contract verification 2: after cancel no later tick starts; a running callback runs to its
+end."""
 import threading
 import time
 

@@ -1,5 +1,5 @@
-"""SPEC Verification 3: concurrent cancels all complete after the running callback and cleanup;
-when cleanup fails every caller sees the same failure."""
+"""Contract verification 3: concurrent cancels all complete after the running callback and
+cleanup; when cleanup fails every caller sees the same failure."""
 import threading
 import time
 

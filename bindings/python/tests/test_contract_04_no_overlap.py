@@ -1,4 +1,5 @@
-"""SPEC Verification 4: a period shorter than the handler never runs two callbacks of one key at once."""
+"""Contract verification 4: a period shorter than the handler never runs two callbacks of one
+key at once."""
 import threading
 import time
 

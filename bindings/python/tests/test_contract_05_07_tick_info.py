@@ -1,4 +1,4 @@
-"""SPEC Verification 5-7: delivery_index +1 per callback; scheduled_index increasing and
+"""Contract verification 5-7: delivery_index +1 per callback; scheduled_index increasing and
 >= delivery_index; skipped_ticks = scheduled_index - 1 first, then scheduled - previous - 1."""
 import random
 

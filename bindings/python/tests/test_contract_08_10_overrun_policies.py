@@ -1,4 +1,4 @@
-"""SPEC Verification 8-10: SkipLateTicks, CatchUpBounded, DelayNextTick."""
+"""Contract verification 8-10: SkipLateTicks, CatchUpBounded, DelayNextTick."""
 import spot_timer as st
 from conftest import MS, step
 

@@ -1,5 +1,5 @@
-"""SPEC Verification 11: after the lease expires no new tick starts; a process paused past its
-lease and then resumed does not run the backlog."""
+"""Contract verification 11: after the lease expires no new tick starts; a process paused past
+its lease and then resumed does not run the backlog."""
 import pytest
 
 import spot_timer as st

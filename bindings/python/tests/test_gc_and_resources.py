@@ -1,5 +1,5 @@
 """Python callables held by the runtime are visible to the GC; resources do not grow with
-the number of timers (SPEC Verification 12, 13 as internal evidence)."""
+the number of timers (contract verification 12, 13 as internal evidence)."""
 import gc
 import weakref
 

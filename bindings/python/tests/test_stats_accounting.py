@@ -1,4 +1,4 @@
-"""SPEC T7/T10 tick accounting through Runtime.stats(): once every generation has ended,
+"""Contract T7/T10 tick accounting through Runtime.stats(): once every generation has ended,
 ticks_due == completed_ok + completed_failed + ticks_skipped + ticks_dropped_authority
 + ticks_discarded."""
 import dataclasses

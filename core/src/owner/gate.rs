@@ -1,4 +1,4 @@
-//! An owner's execution gate (SPEC T9) as one atomic word: who holds it (nobody, the host,
+//! An owner's execution gate (contract T9) as one atomic word: who holds it (nobody, the host,
 //! a timer record), whether the owner runs its timers concurrently (no gate for them),
 //! and whether timers or hosts wait for it.
 //!

@@ -1,4 +1,4 @@
-//! Owners (Spots): each owner's authority (epoch), lease deadline (SPEC T6), execution gate
+//! Owners (Spots): each owner's authority (epoch), lease deadline (contract T6), execution gate
 //! (T9) and the table of its timers' keys, in a dense table indexed by a small integer.
 //!
 //! Entries never move (records and C hosts point at an owner's lease deadline) and are

@@ -1,4 +1,4 @@
-//! The end of a generation (SPEC T2): claiming it, finishing it (release hook, payload,
+//! The end of a generation (contract T2): claiming it, finishing it (release hook, payload,
 //! accounting, the one terminal result, the key table), and waiting for it. Whichever
 //! thread claims the end finishes it: the canceller for an idle timer, the host that
 //! completes a record whose end was requested, the scheduler for an expired lease. No end

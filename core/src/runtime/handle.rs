@@ -1,4 +1,4 @@
-//! The host's handle to one generation, and the forms of cancel (SPEC T2): blocking with
+//! The host's handle to one generation, and the forms of cancel (contract T2): blocking with
 //! a timeout, a ticket (also a future), a notice record, a callback.
 
 use std::future::Future;

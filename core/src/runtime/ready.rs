@@ -1,4 +1,4 @@
-//! The ready queue (SPEC T10): records the scheduler published, waiting for a host's
+//! The ready queue (contract T10): records the scheduler published, waiting for a host's
 //! `exchange` (with an eventfd that is readable while any wait), or for the scheduler's
 //! next call of the batch callback. A record here is only a slot and the word it was
 //! published with; the host builds the full record when it receives it.

@@ -1,5 +1,5 @@
 //! The deadline queue, sharded: each thread arms entries in its own shard under a short
-//! lock, so registrations from many threads do not serialise on one queue (SPEC T7); the
+//! lock, so registrations from many threads do not serialise on one queue (contract T7); the
 //! scheduler polls every shard. Each shard publishes the earliest time it needs the
 //! scheduler (`min_wake`) so the scheduler can sleep without taking the locks.
 

@@ -1,4 +1,4 @@
-//! Where a runtime hands its batches (SPEC T10).
+//! Where a runtime hands its batches (contract T10).
 
 use crate::tick::{Completion, Record};
 

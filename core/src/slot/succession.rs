@@ -1,4 +1,4 @@
-//! Succession of one key's generations (SPEC T1 and T3 across generations): a new
+//! Succession of one key's generations (contract T1 and T3 across generations): a new
 //! registration ends the key's current generation, and if that one's callback is still
 //! running, the new generation waits (BLOCKED) until it completes. These rules run under
 //! the owner's lock, on the registering thread and on whichever thread ends a generation;

@@ -107,7 +107,7 @@ _MAX_RECORDS_PER_BATCH = 8192
 
 
 class OverrunPolicy(enum.IntEnum):
-    """What a repeating timer does when its handler finished late (SPEC T5)."""
+    """What a repeating timer does when its handler finished late (contract T5)."""
 
     SKIP_LATE_TICKS = 0
     CATCH_UP_BOUNDED = 1
@@ -134,7 +134,7 @@ class EndReason(enum.IntEnum):
 
 @dataclass(frozen=True)
 class Stats:
-    """A snapshot of a runtime's counters (SPEC T7, T10)."""
+    """A snapshot of a runtime's counters (contract T7, T10)."""
 
     scheduler_threads: int
     wakeup_primitives: int
@@ -184,7 +184,7 @@ class Stats:
 
 @dataclass(frozen=True)
 class TimerStats:
-    """Fixed-size counters of one timer generation (SPEC T8)."""
+    """Fixed-size counters of one timer generation (contract T8)."""
 
     delivered: int
     failed: int

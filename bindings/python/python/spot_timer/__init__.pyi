@@ -71,7 +71,7 @@ ExceptionHandler = Callable[[BaseException, Any], None]
 
 @final
 class Tick:
-    """Tick info of one callback (SPEC T4); frozen."""
+    """Tick info of one callback (contract T4); frozen."""
     @property
     def delivery_index(self) -> int: ...
     @property
