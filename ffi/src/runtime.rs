@@ -184,6 +184,8 @@ pub unsafe extern "C" fn spot_runtime_new(
                 ns => Duration::from_nanos(ns),
             },
             release: Some(Box::new(release_payload)),
+            // Timers registered without a release function end without calling it.
+            release_needed: Some(|p: &Payload| p.release.is_some()),
         })?;
         let ffi = Arc::new(FfiRuntime {
             rt,

@@ -15,7 +15,7 @@ use crate::hash::hash_u64;
 use crate::runtime::shared::{Shared, Work};
 use crate::slot::succession;
 use crate::slot::word::{self, EndClaim};
-use crate::slot::{HAS_COLD, HAS_WAITERS};
+use crate::slot::{HAS_COLD, HAS_RELEASE, HAS_WAITERS};
 use crate::spec::TimerId;
 use crate::stats::C;
 use crate::tick::CancelNotice;
@@ -87,7 +87,11 @@ impl<P> Shared<P> {
         self.account_end(index, reason, from, work);
 
         let mut code = reason;
-        if let Some(release) = &self.release_payload {
+        if let Some(release) = self
+            .release_payload
+            .as_ref()
+            .filter(|_| slot.flags() & HAS_RELEASE != 0)
+        {
             // SAFETY: this thread holds the generation's ENDING; its payload is live.
             let payload = unsafe { self.slots.payload(index) };
             if let Some(msg) = run_release(|| release(payload)) {
@@ -123,13 +127,11 @@ impl<P> Shared<P> {
         ended
     }
 
-    /// Does ending a generation of `slot` from IDLE run nothing — no release function, no
-    /// hook or subscriber, a payload without drop glue — so that it may go IDLE → ENDED in
-    /// one step ([`word::end_idle`])?
+    /// Does ending a generation of `slot` from IDLE run nothing — no release work for its
+    /// payload, no hook or subscriber, a payload without drop glue — so that it may go
+    /// IDLE → ENDED in one step ([`word::end_idle`])?
     fn end_is_quiet(&self, slot: &crate::slot::Slot) -> bool {
-        !std::mem::needs_drop::<P>()
-            && self.release_payload.is_none()
-            && slot.flags() & HAS_COLD == 0
+        !std::mem::needs_drop::<P>() && slot.flags() & (HAS_COLD | HAS_RELEASE) == 0
     }
 
     /// Counts every tick the generation had: delivered, skipped by the policy, or counted

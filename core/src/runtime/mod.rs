@@ -88,6 +88,10 @@ pub struct RuntimeConfig<P> {
     /// Runs for every generation's payload when the generation ends (before the payload
     /// is dropped), on the thread that ends it; its failure becomes the terminal result.
     pub release: Option<PayloadRelease<P>>,
+    /// Which payloads `release` has work for, asked once at registration (`None`: all).
+    /// A generation whose payload it rejects ends without calling `release`, and an idle
+    /// one then ends in a single compare-and-swap.
+    pub release_needed: Option<fn(&P) -> bool>,
 }
 
 impl<P> Default for RuntimeConfig<P> {
@@ -97,6 +101,7 @@ impl<P> Default for RuntimeConfig<P> {
             sink: Sink::Exchange,
             resolution: Duration::from_nanos(1 << 19),
             release: None,
+            release_needed: None,
         }
     }
 }
@@ -154,6 +159,7 @@ impl<P: Clone + Send + Sync + 'static> Runtime<P> {
             scheduler: SchedulerLink::default(),
             gate_freed: Default::default(),
             release_payload: config.release,
+            release_needed: config.release_needed,
         });
         let scheduler = Scheduler::new(shared.clone(), callback);
         let thread = std::thread::Builder::new()

@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::hash::hash_u64;
 use crate::runtime::shared::{next_generation, with_work, Shared};
 use crate::slot::{succession, word};
-use crate::slot::{EXACT, HAS_COLD};
+use crate::slot::{EXACT, HAS_COLD, HAS_RELEASE};
 use crate::spec::{TimerId, TimerKey, TimerSpec};
 use crate::stats::C;
 
@@ -53,6 +53,9 @@ impl<P> Shared<P> {
         slot.delivered.store(0, Relaxed);
         slot.inflight.store(0, Relaxed);
         let mut flags = owner_index | if exact { EXACT } else { 0 };
+        if self.release_payload.is_some() && self.release_needed.is_none_or(|f| f(&payload)) {
+            flags |= HAS_RELEASE;
+        }
         if let Some(hook) = hook {
             let mut cold = self.cold.lock(index);
             ColdTable::entry(&mut cold, index, generation).hook = Some(hook);

@@ -111,6 +111,8 @@ pub(crate) struct Shared<P> {
     pub gate_freed: (StdMutex<()>, Condvar),
     /// See `RuntimeConfig::release`.
     pub release_payload: Option<crate::cold::PayloadRelease<P>>,
+    /// See `RuntimeConfig::release_needed`.
+    pub release_needed: Option<fn(&P) -> bool>,
 }
 
 impl<P> Shared<P> {

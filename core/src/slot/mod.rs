@@ -39,8 +39,10 @@ pub(crate) const OWNER_INDEX_MASK: u32 = (1 << 24) - 1;
 pub(crate) const HAS_COLD: u32 = 1 << 24;
 /// a thread is parked on the slot waiting for its end,
 pub(crate) const HAS_WAITERS: u32 = 1 << 25;
-/// its period is below the wakeup resolution: it is armed to the nanosecond.
+/// its period is below the wakeup resolution: it is armed to the nanosecond,
 pub(crate) const EXACT: u32 = 1 << 26;
+/// the runtime's release function has work for its payload.
+pub(crate) const HAS_RELEASE: u32 = 1 << 27;
 
 const FAILURE_BITS: u32 = 24;
 /// The most failures the failure array counts for one generation.
