@@ -131,10 +131,10 @@ impl<P: Clone + Send + Sync + 'static> Runtime<P> {
             63 - duration_to_nanos(config.resolution).max(1).leading_zeros()
         };
         let resolution = 1u64 << shift;
-        let shards = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .next_power_of_two()
-            .clamp(1, 16);
+        // One shard per exclusive thread number: up to that many registering threads never
+        // share a shard lock, whatever order they got their numbers in (the scheduler's
+        // turn looks at every shard's earliest deadline, one load each).
+        let shards = crate::thread_index::EXCLUSIVE;
         let now = match &manual {
             Some(m) => crate::clock::Clock::now(m),
             None => crate::clock::Clock::now(&crate::clock::BootClock),

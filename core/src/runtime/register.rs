@@ -36,9 +36,12 @@ impl<P> Shared<P> {
         owner.check(epoch, || now)?;
 
         let shard = self.my_shard();
-        let index = self.slots.allocate(shard)?;
+        let (index, fresh) = self.slots.allocate(shard)?;
         let slot = self.slots.slot(index);
-        if slot.flags() & HAS_COLD != 0 {
+        // A fresh slot is not read before it is written: its page may not exist yet, and a
+        // read would map the shared zero page only to have the write replace it (a TLB
+        // flush on every CPU running the process).
+        if !fresh && slot.flags() & HAS_COLD != 0 {
             // What an earlier generation of this slot left in the cold table.
             self.cold.lock(index).remove(&index);
         }

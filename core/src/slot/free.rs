@@ -42,6 +42,8 @@ struct Queue {
 /// One exclusive thread number's slots: taken and not yet used, freed and not yet queued.
 struct Cache {
     ready: Vec<u32>,
+    /// `ready` holds never-used slots (a refill is all fresh or all resting).
+    ready_fresh: bool,
     freed: Vec<u32>,
 }
 
@@ -71,6 +73,7 @@ impl FreeSlots {
                 .map(|_| {
                     CachePadded::new(CacheCell(UnsafeCell::new(Cache {
                         ready: Vec::with_capacity(BATCH),
+                        ready_fresh: false,
                         freed: Vec::with_capacity(BATCH),
                     })))
                 })
@@ -94,28 +97,30 @@ impl FreeSlots {
     /// A slot for a new generation: the oldest resting free slot of `shard` once enough
     /// rest there, else of another shard (slots are freed by whichever thread ends their
     /// generation, which need not be a registering one), else a fresh one (`prepare`
-    /// makes its memory exist), else any free slot.
-    pub fn take(&self, shard: usize, prepare: impl Fn(u32)) -> Result<u32> {
+    /// makes its memory exist), else any free slot. Also says whether the slot was never
+    /// used (its memory may not even be mapped yet: the caller should write it before
+    /// reading it, so that the first touch allocates the page directly).
+    pub fn take(&self, shard: usize, prepare: impl Fn(u32)) -> Result<(u32, bool)> {
         match self.my_cache() {
             Some(cache) => {
                 if let Some(i) = cache.ready.pop() {
-                    return Ok(i);
+                    return Ok((i, cache.ready_fresh));
                 }
                 let ready = &mut cache.ready;
-                self.refill(shard, BATCH, &prepare, |i| ready.push(i));
+                cache.ready_fresh = self.refill(shard, BATCH, &prepare, |i| ready.push(i));
                 // Lowest index (or oldest resting slot) first.
                 ready.reverse();
                 if let Some(i) = cache.ready.pop() {
-                    return Ok(i);
+                    return Ok((i, cache.ready_fresh));
                 }
                 // Nothing rests and nothing fresh is left: the freed slots go first.
                 self.put(shard, &mut cache.freed);
             }
             None => {
                 let mut one = None;
-                self.refill(shard, 1, &prepare, |i| one = Some(i));
+                let fresh = self.refill(shard, 1, &prepare, |i| one = Some(i));
                 if let Some(i) = one {
-                    return Ok(i);
+                    return Ok((i, fresh));
                 }
             }
         }
@@ -123,15 +128,21 @@ impl FreeSlots {
             let mut slots = q.slots.lock();
             if let Some(i) = slots.pop_front() {
                 q.len.store(slots.len(), Relaxed);
-                return Ok(i);
+                return Ok((i, false));
             }
         }
         Err(Error::CapacityExhausted(MAX_TIMERS))
     }
 
     /// Hands up to `want` slots to `out`, oldest or lowest first: resting ones, else fresh
-    /// ones.
-    fn refill(&self, shard: usize, want: usize, prepare: &impl Fn(u32), mut out: impl FnMut(u32)) {
+    /// ones. True when they are fresh.
+    fn refill(
+        &self,
+        shard: usize,
+        want: usize,
+        prepare: &impl Fn(u32),
+        mut out: impl FnMut(u32),
+    ) -> bool {
         let shards = self.queues.len();
         for k in 0..shards {
             let q = &self.queues[(shard + k) % shards];
@@ -141,24 +152,25 @@ impl FreeSlots {
                 if n > 0 {
                     slots.drain(..n).for_each(&mut out);
                     q.len.store(slots.len(), Relaxed);
-                    return;
+                    return false;
                 }
             }
         }
         if self.fresh.load(Relaxed) >= MAX_TIMERS {
-            return;
+            return false;
         }
         let first = self.fresh.fetch_add(want as u32, Relaxed);
         if first >= MAX_TIMERS {
             // Keep the counter from wrapping however often it is asked.
             self.fresh.store(MAX_TIMERS, Relaxed);
-            return;
+            return false;
         }
         let end = first.saturating_add(want as u32).min(MAX_TIMERS);
         for i in first..end {
             prepare(i);
             out(i);
         }
+        true
     }
 
     /// The slot the calling thread's next `take` will return, when it is known.

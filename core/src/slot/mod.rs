@@ -148,9 +148,10 @@ impl<P> SlotTable<P> {
     }
 
     /// A slot for a new generation (see [`FreeSlots::take`]): resting slots are reused
-    /// oldest first, so an ended generation's result stays readable for a while.
-    pub fn allocate(&self, shard: usize) -> Result<u32> {
-        let index = self.free.take(shard, |i| {
+    /// oldest first, so an ended generation's result stays readable for a while. True
+    /// with a slot never used before (write it before reading it).
+    pub fn allocate(&self, shard: usize) -> Result<(u32, bool)> {
+        let (index, fresh) = self.free.take(shard, |i| {
             #[cfg(not(spot_loom))]
             self.slots.ensure_zeroed(i as usize);
             #[cfg(spot_loom)]
@@ -163,7 +164,7 @@ impl<P> SlotTable<P> {
         if let Some(next) = self.free.next_ready().and_then(|n| self.get(n)) {
             crate::prefetch::for_write(next);
         }
-        Ok(index)
+        Ok((index, fresh))
     }
 
     /// Returns an ended slot for reuse.
