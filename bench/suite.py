@@ -172,7 +172,12 @@ class Suite:
                                       error=f"exit {p.returncode}: {p.stderr[-400:]}"))
             log(f"    {system} {workload} {args}: failed (exit {p.returncode}) {p.stderr[-300:]}")
             return None
-        return json.loads(line)
+        try:
+            return json.loads(line)
+        except json.JSONDecodeError as e:
+            self.failures.append(dict(system=system, workload=workload, args=args, error=f"bad JSON ({e}): {line[:200]}"))
+            log(f"    {system} {workload} {args}: bad JSON output")
+            return None
 
     def repeat(self, workload, wid, system, args, reps, params, notes=None, timeout=300):
         self.interleaved(workload, wid, [system], args, reps, params, notes, timeout)

@@ -654,6 +654,14 @@ struct spot_timer_stats {
 #define SPOT_E_WRONG_DELIVERY_MODE 19
 
 /**
+ * The name of a status code as a static NUL-terminated string ("SPOT_E_TIMEOUT");
+ * "SPOT_E_UNKNOWN_STATUS" for a value this version does not know.
+ *
+ * Infallible. The string is static: never free it. Thread-safe.
+ */
+const char *spot_status_name(spot_status status);
+
+/**
  * Copies the calling thread's last error message into `buf` (capacity `len` bytes,
  * always NUL-terminated when `len > 0`, truncated if needed) and returns the full length
  * of the message in bytes, excluding the NUL; 0 when no call on this thread has failed.
@@ -874,14 +882,6 @@ spot_status spot_now(uint64_t rt, uint64_t *out_ns);
  * SPOT_E_BAD_STRUCT_SIZE.
  */
 spot_status spot_stats(uint64_t rt, struct spot_stats *out);
-
-/**
- * The name of a status code as a static NUL-terminated string ("SPOT_E_TIMEOUT");
- * "SPOT_E_UNKNOWN_STATUS" for a value this version does not know.
- *
- * Infallible. The string is static: never free it. Thread-safe.
- */
-const char *spot_status_name(spot_status status);
 
 /**
  * Registers timer `key` of authority (`owner_id`, `epoch`) and writes its handle to

@@ -65,11 +65,19 @@ static inline double hist_pct(const hist_t *h, double p) {
     return HIST_US;
 }
 
+/* A JSON number, or null when there is none (no lateness recorded). */
+static inline void print_num(const char *key, double v) {
+    if (v != v) printf("\"%s\":null,", key); else printf("\"%s\":%.0f,", key, v);
+}
+
 static inline void print_w2(uint64_t records, double cpu, const hist_t *h, double crossings) {
     double rps = records / (cpu > 1e-9 ? cpu : 1e-9);
-    printf("{\"records\":%llu,\"cpu_s\":%.4f,\"records_per_cpu_s\":%.1f,\"cpu_ns_per_record\":%.1f,"
-           "\"lat_p50_us\":%.0f,\"lat_p99_us\":%.0f,\"lat_p999_us\":%.0f,\"crossings_per_record\":",
-           (unsigned long long)records, cpu, rps, 1e9 / rps, hist_pct(h, 50), hist_pct(h, 99), hist_pct(h, 99.9));
+    printf("{\"records\":%llu,\"cpu_s\":%.4f,\"records_per_cpu_s\":%.1f,\"cpu_ns_per_record\":%.1f,",
+           (unsigned long long)records, cpu, rps, 1e9 / rps);
+    print_num("lat_p50_us", hist_pct(h, 50));
+    print_num("lat_p99_us", hist_pct(h, 99));
+    print_num("lat_p999_us", hist_pct(h, 99.9));
+    printf("\"crossings_per_record\":");
     if (crossings < 0) printf("null}\n"); else printf("%.6f}\n", crossings);
 }
 

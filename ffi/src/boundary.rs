@@ -249,6 +249,17 @@ pub(crate) unsafe fn write_versioned<T: Copy>(
     Ok(())
 }
 
+/// The name of a status code as a static NUL-terminated string ("SPOT_E_TIMEOUT");
+/// "SPOT_E_UNKNOWN_STATUS" for a value this version does not know.
+///
+/// Infallible. The string is static: never free it. Thread-safe.
+#[no_mangle]
+pub extern "C" fn spot_status_name(status: spot_status) -> *const c_char {
+    infallible(name_of(SPOT_E_PANIC).as_ptr().cast(), || {
+        name_of(status).as_ptr().cast()
+    })
+}
+
 /// Copies the calling thread's last error message into `buf` (capacity `len` bytes,
 /// always NUL-terminated when `len > 0`, truncated if needed) and returns the full length
 /// of the message in bytes, excluding the NUL; 0 when no call on this thread has failed.

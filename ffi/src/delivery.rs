@@ -10,8 +10,8 @@ use std::sync::Arc;
 use spot_timer_core::{BatchHandler, Completion, Record};
 
 use crate::boundary::{arg_ref, arg_slice, boundary, Failure, FfiResult, Out, OutSlice};
+use crate::core_runtime::{enter_callback, timer_id, FfiRuntime, Payload};
 use crate::handles;
-use crate::runtime::{enter_callback, timer_id, FfiRuntime, Payload};
 use crate::status::*;
 use crate::types::*;
 

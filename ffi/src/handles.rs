@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use crate::boundary::{Failure, FfiResult};
-use crate::runtime::FfiRuntime;
+use crate::core_runtime::FfiRuntime;
 use crate::status::{SPOT_E_CAPACITY_EXHAUSTED, SPOT_E_INVALID_HANDLE};
 
 /// Most runtimes alive at once in a process.

@@ -6,12 +6,13 @@
 //!
 //! One concept per module: [`boundary`] (panic boundary, last error, pointer checks),
 //! [`status`] (status codes), [`handles`] (generation-tagged runtime handles), [`types`]
-//! (`#[repr(C)]` structs and enum values), [`runtime`], [`owner`], [`timer`] and
-//! [`delivery`] (the exports).
+//! (`#[repr(C)]` structs and enum values), `core_runtime` (what a handle names), and the
+//! exports: [`runtime`], [`owner`], [`timer`] and [`delivery`].
 #![allow(non_camel_case_types)]
 #![allow(clippy::missing_safety_doc)] // every export documents its contract in the header
 
 pub mod boundary;
+mod core_runtime;
 pub mod delivery;
 pub mod handles;
 pub mod owner;
@@ -20,7 +21,7 @@ pub mod status;
 pub mod timer;
 pub mod types;
 
-pub use boundary::spot_last_error;
+pub use boundary::{spot_last_error, spot_status_name};
 pub use delivery::*;
 pub use owner::*;
 pub use runtime::*;

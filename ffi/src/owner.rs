@@ -6,8 +6,8 @@ use std::time::Duration;
 use spot_timer_core::OwnerOptions;
 
 use crate::boundary::{boundary, Failure, Out};
+use crate::core_runtime::in_callback_of;
 use crate::handles;
-use crate::runtime::in_callback_of;
 use crate::status::*;
 use crate::types::{gate_from_u32, timeout_from_i64};
 

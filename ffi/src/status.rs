@@ -1,8 +1,6 @@
 //! Status codes: the one integer every fallible function returns, and the mapping from
 //! the core's error type to it.
 
-use std::ffi::c_char;
-
 use spot_timer_core::Error;
 
 /// Status code returned by every fallible `spot_*` function (`int32_t`). 0 is success.
@@ -71,7 +69,7 @@ pub(crate) fn status_of(e: &Error) -> spot_status {
     }
 }
 
-fn name_of(status: spot_status) -> &'static [u8] {
+pub(crate) fn name_of(status: spot_status) -> &'static [u8] {
     match status {
         SPOT_OK => b"SPOT_OK\0",
         SPOT_E_NULL_ARGUMENT => b"SPOT_E_NULL_ARGUMENT\0",
@@ -95,15 +93,4 @@ fn name_of(status: spot_status) -> &'static [u8] {
         SPOT_E_WRONG_DELIVERY_MODE => b"SPOT_E_WRONG_DELIVERY_MODE\0",
         _ => b"SPOT_E_UNKNOWN_STATUS\0",
     }
-}
-
-/// The name of a status code as a static NUL-terminated string ("SPOT_E_TIMEOUT");
-/// "SPOT_E_UNKNOWN_STATUS" for a value this version does not know.
-///
-/// Infallible. The string is static: never free it. Thread-safe.
-#[no_mangle]
-pub extern "C" fn spot_status_name(status: spot_status) -> *const c_char {
-    crate::boundary::infallible(name_of(SPOT_E_PANIC).as_ptr().cast(), || {
-        name_of(status).as_ptr().cast()
-    })
 }

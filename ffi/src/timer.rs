@@ -7,8 +7,8 @@ use std::time::Duration;
 use spot_timer_core::{EndResult, TimerSpec};
 
 use crate::boundary::{boundary, read_versioned, write_versioned, Failure, FfiResult, Out};
+use crate::core_runtime::{stale, timer_id, Payload};
 use crate::handles;
-use crate::runtime::{stale, timer_id, Payload};
 use crate::status::*;
 use crate::types::*;
 

@@ -266,6 +266,15 @@ fn w1_once(system: &str, n: usize, seed: u64) -> (f64, f64, u64, u64) {
     }
 }
 
+/// A JSON number, or null when there is none (no lateness recorded).
+fn json_num(v: f64) -> String {
+    if v.is_finite() {
+        format!("{v}")
+    } else {
+        "null".to_string()
+    }
+}
+
 fn ns(d: Duration, n: usize) -> f64 {
     d.as_nanos() as f64 / n as f64
 }
@@ -483,9 +492,9 @@ fn w2(system: &str, n: usize, seconds: f64, period_ms: u64, opts: W2Opts) {
         out.cpu,
         rps,
         1e9 / rps,
-        out.hist.pct(50.0),
-        out.hist.pct(99.0),
-        out.hist.pct(99.9),
+        json_num(out.hist.pct(50.0)),
+        json_num(out.hist.pct(99.0)),
+        json_num(out.hist.pct(99.9)),
         out.crossings.map_or("null".to_string(), |c| format!("{c:.6}"))
     );
 }
