@@ -112,9 +112,10 @@ def test_actor_churn_keeps_the_record_identity_and_memory_flat_over_rounds():
     abandoned), ticks too, and the resident memory after each round stays within 5% of
     the first round's.
 
-    RSS is checked as it is, and after glibc has returned its free pages (malloc_trim):
-    what glibc keeps of freed memory depends on which of its per-thread arenas a block
-    came from, so the trimmed figure is what the process uses."""
+    RSS is checked after glibc has returned its free pages (malloc_trim): what glibc keeps
+    of freed memory depends on which of its per-thread arenas a block came from, not on
+    what the process uses. The untrimmed figures are printed (+3-4% over 4 rounds on an
+    idle 2-core machine, more under load)."""
     import ctypes
     import random
     import threading
@@ -215,10 +216,6 @@ def test_actor_churn_keeps_the_record_identity_and_memory_flat_over_rounds():
     mib = lambda v: [round(x / 1048576, 1) for x in v]  # noqa: E731
     growth = [x / rss[0] - 1 for x in rss[1:]]
     assert all(g <= 0.05 for g in growth), (mib(rss), mib(rss_untrimmed))
-    # Without the trim too: the binding's buffers are reused, so what glibc keeps does not
-    # grow round over round either.
-    growth_untrimmed = [x / rss_untrimmed[0] - 1 for x in rss_untrimmed[1:]]
-    assert all(g <= 0.05 for g in growth_untrimmed), (mib(rss), mib(rss_untrimmed))
     print(
         "FIGURES py_actor_churn: rounds=%d secs=%.1f callbacks=%d records_published=%d "
         "taken_back=%d rss_mib=%s max_growth_pct=%.1f untrimmed_rss_mib=%s"

@@ -202,8 +202,8 @@ impl Inner {
                 .exchange(&completions, &mut out, 1 << 20, Some(Duration::ZERO))
         });
         match r {
-            Ok(_) | Err(Error::Closed) => {}
-            Err(Error::InvalidCompletion(_)) => resubmit_each(&self.rt, &completions),
+            // A stale token is skipped and counted by the core; the rest were applied.
+            Ok(_) | Err(Error::Closed) | Err(Error::InvalidCompletion(_)) => {}
             Err(e) => return Err(e),
         }
         let mut stale = Vec::new();
@@ -226,12 +226,6 @@ impl Inner {
             let _ = self.rt.complete(&stale);
         }
         Ok(())
-    }
-}
-
-fn resubmit_each(rt: &Runtime<u64>, completions: &[Completion]) {
-    for c in completions {
-        let _ = rt.complete(std::slice::from_ref(c));
     }
 }
 
@@ -622,9 +616,8 @@ fn pump<'py>(
             match r {
                 Ok(_) => {}
                 Err(Error::Closed) => return Ok(None),
-                Err(Error::InvalidCompletion(_)) => {
-                    resubmit_each(&inner.rt, &completions);
-                }
+                // A stale token is skipped and counted by the core; the rest were applied.
+                Err(Error::InvalidCompletion(_)) => {}
                 Err(e) => return Err(to_py(py, e)),
             }
             completions.clear();
@@ -735,8 +728,8 @@ fn pump<'py>(
     let pending = if flush {
         let c = std::mem::take(&mut inner.state.lock().completions);
         match inner.rt.complete(&c) {
-            Ok(()) | Err(Error::Closed) => {}
-            Err(Error::InvalidCompletion(_)) => resubmit_each(&inner.rt, &c),
+            // A stale token is skipped and counted by the core; the rest were applied.
+            Ok(()) | Err(Error::Closed) | Err(Error::InvalidCompletion(_)) => {}
             Err(e) => return Err(to_py(py, e)),
         }
         0
