@@ -515,20 +515,18 @@ def targets(results):
         add(f"W3: lateness p99 ≤ 1 ms, 20k timers with phases spread over a 100 ms period, idle host "
             f"({SYSTEMS[system][0]})", p99, p99 and f"{p99 / 1000:.2f} ms (p50 {med(w, 'lat_p50_us') / 1000:.2f} ms)",
             p99 is not None and p99 <= 1000)
+    def at_least(target, a, b, key, limit, unit):
+        """A target "a's `key` ≥ `limit` × b's", with both figures shown."""
+        r = ratio(a and med(a, key), b and med(b, key))
+        add(target, r, r and f"{r:.2f}× ({med(a, key):,.0f} vs {med(b, key):,.0f} {unit})", r is not None and r >= limit)
+
     for system in ("spot-rust", "spot-c"):
-        one = find(results, "W6", system, threads=1)
-        two = find(results, "W6", system, threads=2)
-        r = ratio(two and med(two, "registrations_per_s"), one and med(one, "registrations_per_s"))
-        add(f"W6: 2 threads register ≥ 1.5× the rate of 1 thread ({SYSTEMS[system][0]})", r,
-            r and f"{r:.2f}× ({med(two, 'registrations_per_s'):,.0f} vs {med(one, 'registrations_per_s'):,.0f} per s)",
-            r is not None and r >= 1.5)
+        at_least(f"W6: 2 threads register ≥ 1.5× the rate of 1 thread ({SYSTEMS[system][0]})",
+                 find(results, "W6", system, threads=2), find(results, "W6", system, threads=1),
+                 "registrations_per_s", 1.5, "per s")
     for peer, spot, label in (("asyncio", "spot-py", "asyncio"), ("threading-timer-net", "spot-dotnet", "System.Threading.Timer")):
-        a = find(results, "W2", spot, n=20_000)
-        b = find(results, "W2", peer, n=20_000)
-        r = ratio(a and med(a, "records_per_cpu_s"), b and med(b, "records_per_cpu_s"))
-        add(f"W2: ≥ 10× {label} records per CPU-second at 20k timers", r,
-            r and f"{r:.2f}× ({med(a, 'records_per_cpu_s'):,.0f} vs {med(b, 'records_per_cpu_s'):,.0f} records/CPU-s)",
-            r is not None and r >= 10)
+        at_least(f"W2: ≥ 10× {label} records per CPU-second at 20k timers", find(results, "W2", spot, n=20_000),
+                 find(results, "W2", peer, n=20_000), "records_per_cpu_s", 10, "records/CPU-s")
     c = find(results, "W5", "spot-c", batch=1024)
     out.append(dict(target="W5: ≤ 0.01 crossings per record, 20k timers sharing a period (C ABI, batch capacity 1024)",
                     measured=(f"{med(c, 'crossings_per_record'):.5f}" if c else "n/a"),

@@ -5,10 +5,7 @@
 #[inline]
 pub(crate) fn for_read<T>(p: *const T) {
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is a hint; it never faults, whatever the address.
-    unsafe {
-        core::arch::x86_64::_mm_prefetch(p as *const i8, core::arch::x86_64::_MM_HINT_T0)
-    };
+    hint::<{ core::arch::x86_64::_MM_HINT_T0 }, T>(p);
     #[cfg(not(target_arch = "x86_64"))]
     let _ = p;
 }
@@ -18,10 +15,14 @@ pub(crate) fn for_read<T>(p: *const T) {
 #[inline]
 pub(crate) fn for_write<T>(p: *const T) {
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is a hint; it never faults, whatever the address.
-    unsafe {
-        core::arch::x86_64::_mm_prefetch(p as *const i8, core::arch::x86_64::_MM_HINT_ET0)
-    };
+    hint::<{ core::arch::x86_64::_MM_HINT_ET0 }, T>(p);
     #[cfg(not(target_arch = "x86_64"))]
     let _ = p;
+}
+
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn hint<const KIND: i32, T>(p: *const T) {
+    // SAFETY: a prefetch is a hint; it never faults, whatever the address.
+    unsafe { core::arch::x86_64::_mm_prefetch::<KIND>(p as *const i8) };
 }

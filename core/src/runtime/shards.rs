@@ -60,9 +60,15 @@ impl Shards {
         }
     }
 
-    /// Moves every entry of shard `i` due at `now` into `out`.
+    /// Moves every entry of shard `i` due at `now` into `out` (without taking its lock when
+    /// nothing there is due).
     pub fn poll(&self, i: usize, now: Nanos, out: &mut Vec<Entry>) {
         let s = &self.list[i];
+        if s.min_wake.load(Ordering::SeqCst) > now {
+            // Nothing due here: a shard only lowers `min_wake` when it arms, and an entry
+            // armed after this look wakes the scheduler as if it came after the poll.
+            return;
+        }
         let mut q = s.queue.lock();
         q.poll(now, out);
         s.min_wake
