@@ -57,6 +57,11 @@ from ._errors import (
 )
 
 Tick = _native.Tick
+#: One authority of an owner (a Spot): registers timers, renews or revokes its lease
+#: (native: ``Runtime.owner()`` makes them).
+Owner = _native.Owner
+#: The handle of one timer generation (owner, key, generation) (native).
+Timer = _native.Timer
 
 __all__ = [
     "Runtime",
@@ -100,9 +105,6 @@ Handler = Callable[[Any], Any]
 ExceptionHandler = Callable[[BaseException, Any], None]
 
 _U64_MAX = (1 << 64) - 1
-_I32_MAX = (1 << 31) - 1
-# Keys that are not plain non-negative ints below 2**63 get ids from the upper half.
-_AUTO_KEY_BASE = 1 << 63
 _MAX_RECORDS_PER_BATCH = 8192
 
 
@@ -295,6 +297,7 @@ class Runtime:
         self._mode = dispatch
         self._max_batch = max_batch
         self._native = _native.Runtime(clock._native if clock is not None else None)
+        self._native.attach_host(weakref.ref(self))
         self._exc_handler: ExceptionHandler = exception_handler or _default_exception_handler
         self._native.set_exception_handler(self._exc_handler)
         self._closed = False
@@ -303,7 +306,9 @@ class Runtime:
         self._next_tag = 1
         # Per owner id: its non-int keys -> key ids (dropped when the owner is released).
         self._key_ids: Dict[int, Dict[Hashable, int]] = {}
-        self._next_key = _AUTO_KEY_BASE
+        # Key id -> key, for keys a Timer does not keep itself (objects that could refer
+        # back to the timer: kept here, where the garbage collector sees them).
+        self._key_names: Dict[int, Dict[int, Hashable]] = {}
         self._thread: Optional[threading.Thread] = None
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._fd = -1
@@ -387,17 +392,11 @@ class Runtime:
                 gate = GateMode(gate)
             else:
                 raise ArgumentTypeError(f"gate must be a GateMode, not {gate!r}")
-        native = self._native.acquire_owner(id, lease_ns, gate == GateMode.CONCURRENT)
-        return Owner(self, native, lease_ns)
+        owner: Owner = self._native.acquire_owner(self, id, lease_ns, gate == GateMode.CONCURRENT)
+        return owner
 
-    def _key_id(self, owner_id: int, key: Optional[Hashable]) -> Tuple[int, Hashable]:
-        if key is None:
-            with self._lock:
-                k = self._next_key
-                self._next_key += 1
-            return k, k
-        if isinstance(key, int) and not isinstance(key, bool) and 0 <= key < _AUTO_KEY_BASE:
-            return key, key
+    def _key_id(self, owner_id: int, key: Hashable) -> int:
+        # Called by Owner.every/after for keys that are not plain ints.
         try:
             hash(key)
         except TypeError:
@@ -406,23 +405,32 @@ class Runtime:
             keys = self._key_ids.setdefault(owner_id, {})
             k = keys.get(key)
             if k is None:
-                k = self._next_key
-                self._next_key += 1
+                k = self._native.next_key()
                 keys[key] = k
-        return k, key
+                self._key_names.setdefault(owner_id, {})[k] = key
+        return int(k)
 
-    def _release_owner(self, owner_id: int, native: Any) -> None:
+    def _name_key(self, owner_id: int, key_id: int, key: Hashable) -> None:
+        # An int subclass used as a key (an IntEnum member): its id is its value.
+        with self._lock:
+            self._key_names.setdefault(owner_id, {})[key_id] = key
+
+    def _key_name(self, owner_id: int, key_id: int) -> Hashable:
+        return self._key_names.get(owner_id, {}).get(key_id, key_id)
+
+    def _release_owner(self, owner_id: int, owner: Any) -> None:
         # Under the key lock: an authority acquired for the id before the release makes it
         # fail (nothing is dropped); one acquired after maps its keys afresh.
         with self._lock:
-            native.release()
+            owner._release_authority()
             self._key_ids.pop(owner_id, None)
+            self._key_names.pop(owner_id, None)
 
     def cancel(self, timer: "Timer", timeout: Optional[Duration] = None) -> EndReason:
         """Cancels ``timer`` (which must belong to this runtime) and waits for its result."""
         if not isinstance(timer, Timer):
             raise ArgumentTypeError(f"expected a Timer, not {type(timer).__name__}")
-        if timer._runtime is not self or not self._native.owns(timer._native):
+        if timer.runtime is not self or not self._native.owns(timer):
             raise ForeignTimerError("the timer belongs to a different runtime")
         return timer.cancel(timeout)
 
@@ -561,12 +569,12 @@ class Runtime:
 
     def _await_end(self, native_timer: Any, fut: Any, loop: Optional[asyncio.AbstractEventLoop]) -> None:
         if self.closed:
-            r = native_timer.result()
+            r = native_timer._result_code()
             if r is None:
                 raise RuntimeClosedError("runtime is closed")
         tag = self._new_tag(fut, loop, native_timer)
         try:
-            r = native_timer.cancel_notice(tag)
+            r = native_timer._cancel_notice(tag)
         except BaseException:
             with self._lock:
                 self._tags.pop(tag, None)
@@ -608,7 +616,7 @@ class Runtime:
             tags, self._tags = self._tags, {}
         for fut, loop, native_timer in tags.values():
             try:
-                code = native_timer.result()
+                code = native_timer._result_code()
                 if code is None:
                     _resolve(fut, loop, True, int(EndReason.RUNTIME_CLOSED))
                 else:
@@ -653,6 +661,32 @@ def _resolve(fut: Any, loop: Optional[asyncio.AbstractEventLoop], ok: bool, valu
             pass
 
 
+class _DoneFuture(concurrent.futures.Future):  # type: ignore[type-arg]
+    """A future born resolved (a cancel whose result was known at once): no lock or
+    condition of its own, since its state never changes."""
+
+    _shared_condition = threading.Condition()
+
+    def __init__(self, ok: bool, value: Any) -> None:  # noqa: D401 - no super().__init__
+        self._condition = self._shared_condition
+        self._state = "FINISHED"
+        self._waiters = []
+        self._done_callbacks = []
+        if ok:
+            self._result = value
+            self._exception = None
+        else:
+            self._result = None
+            self._exception = value
+
+
+async def _cancel_async(timer: Any) -> EndReason:
+    loop = asyncio.get_running_loop()
+    fut: "asyncio.Future[EndReason]" = loop.create_future()
+    timer.runtime._await_end(timer, fut, loop)
+    return await fut
+
+
 def _dispatcher_main(
     native: Any, rt_ref: "weakref.ReferenceType[Runtime]", max_batch: int, window_ns: int
 ) -> None:
@@ -676,208 +710,6 @@ def _dispatcher_main(
                 rt._handle_extras(extras)
 
 
-class Owner:
-    """One authority of an owner (a Spot): registers timers, renews or revokes its lease."""
-
-    __slots__ = ("_runtime", "_native", "_lease_ns", "__weakref__")
-
-    def __init__(self, runtime: Runtime, native: Any, lease_ns: Optional[int]) -> None:
-        self._runtime = runtime
-        self._native = native
-        self._lease_ns = lease_ns
-
-    @property
-    def id(self) -> int:
-        return int(self._native.id)
-
-    @property
-    def epoch(self) -> int:
-        return int(self._native.epoch)
-
-    @property
-    def runtime(self) -> Runtime:
-        return self._runtime
-
-    def is_valid(self) -> bool:
-        """True while this authority is current and its lease has not run out."""
-        try:
-            self._native.check()
-        except (LeaseExpiredError, RevokedError):
-            return False
-        return True
-
-    def renew(self, lease: Optional[Duration] = None) -> None:
-        """Extends the lease to now + ``lease`` (default: the lease given at acquisition).
-        Raises LeaseExpiredError once it ran out, RevokedError after revoke()."""
-        self._runtime._check_open()
-        lease_ns = self._lease_ns if lease is None else _nanos(lease, "lease")
-        if lease_ns == 0:
-            raise InvalidDurationError("lease must be greater than zero")
-        self._native.renew(lease_ns)
-
-    def revoke(self) -> None:
-        """Ends this authority: its timers end with EndReason.REVOKED and never run again."""
-        self._runtime._check_open()
-        self._native.revoke()
-
-    def release(self) -> None:
-        """Ends this authority like revoke() (its timers end with EndReason.REVOKED; a
-        callback already running finishes first) and lets the runtime forget the owner once
-        its timers have ended, so ``stats().owners`` drops: for owners that come and go
-        (actors, sessions). Acquiring the id again starts a new owner with a higher epoch.
-        Raises RevokedError if this authority is no longer current (already released,
-        revoked or superseded)."""
-        self._runtime._check_open()
-        self._runtime._release_owner(self.id, self._native)
-
-    def every(
-        self,
-        period: Duration,
-        handler: Handler,
-        *,
-        key: Optional[Hashable] = None,
-        policy: OverrunPolicy = OverrunPolicy.SKIP_LATE_TICKS,
-        max_catch_up_ticks: int = 1,
-        first_due: Optional[Duration] = None,
-        on_release: Optional[Callable[[], object]] = None,
-    ) -> "Timer":
-        """Registers a repeating timer: ``handler(tick)`` every ``period`` (first due after
-        ``first_due``, default one period). Re-registering a key replaces its timer."""
-        self._runtime._check_open()
-        period_ns = _nanos(period, "period")
-        if period_ns == 0:
-            raise InvalidDurationError("period must be greater than zero")
-        first_ns = _opt_nanos(first_due, "first_due")
-        if not isinstance(policy, OverrunPolicy):
-            if isinstance(policy, int) and not isinstance(policy, bool) and policy in (0, 1, 2):
-                policy = OverrunPolicy(policy)
-            else:
-                raise ArgumentTypeError(f"policy must be an OverrunPolicy, not {policy!r}")
-        if isinstance(max_catch_up_ticks, bool) or not isinstance(max_catch_up_ticks, int):
-            raise ArgumentTypeError(
-                f"max_catch_up_ticks must be an int, not {type(max_catch_up_ticks).__name__}"
-            )
-        if policy == OverrunPolicy.CATCH_UP_BOUNDED:
-            if not 1 <= max_catch_up_ticks <= _I32_MAX:
-                raise InvalidArgumentError(
-                    f"max_catch_up_ticks must be in 1..={_I32_MAX} with CATCH_UP_BOUNDED, "
-                    f"got {max_catch_up_ticks}"
-                )
-            mct = max_catch_up_ticks
-        else:
-            mct = 1
-        return self._register(period_ns, first_ns, int(policy), mct, handler, key, on_release)
-
-    def after(
-        self,
-        delay: Duration,
-        handler: Handler,
-        *,
-        key: Optional[Hashable] = None,
-        on_release: Optional[Callable[[], object]] = None,
-    ) -> "Timer":
-        """Registers a one-shot timer: ``handler(tick)`` once, ``delay`` from now."""
-        self._runtime._check_open()
-        delay_ns = _nanos(delay, "delay")
-        return self._register(None, delay_ns, 0, 1, handler, key, on_release)
-
-    def _register(
-        self,
-        period_ns: Optional[int],
-        first_ns: Optional[int],
-        policy: int,
-        mct: int,
-        handler: Handler,
-        key: Optional[Hashable],
-        on_release: Optional[Callable[[], object]],
-    ) -> "Timer":
-        _check_callable(handler, "handler")
-        if on_release is not None:
-            _check_callable(on_release, "on_release")
-        key_id, key_obj = self._runtime._key_id(self.id, key)
-        native = self._native.register(key_id, period_ns, first_ns, policy, mct, handler, on_release)
-        return Timer(self._runtime, native, key_obj)
-
-    def enter_gate(self, timeout: Optional[Duration] = None) -> bool:
-        """Takes the owner's execution gate for the caller's own work (no timer callback of
-        this owner starts meanwhile). False on timeout."""
-        return bool(self._native.enter_gate(_opt_nanos(timeout, "timeout")))
-
-    def leave_gate(self) -> None:
-        self._native.leave_gate()
-
-    def __repr__(self) -> str:
-        return f"<spot_timer.Owner id={self.id} epoch={self.epoch}>"
-
-
-class Timer:
-    """The handle of one timer generation (owner, key, generation)."""
-
-    __slots__ = ("_runtime", "_native", "_key", "__weakref__")
-
-    def __init__(self, runtime: Runtime, native: Any, key: Hashable) -> None:
-        self._runtime = runtime
-        self._native = native
-        self._key = key
-
-    @property
-    def key(self) -> Hashable:
-        return self._key
-
-    @property
-    def owner_id(self) -> int:
-        return int(self._native.owner_id)
-
-    @property
-    def runtime(self) -> Runtime:
-        return self._runtime
-
-    @property
-    def is_live(self) -> bool:
-        """True while this generation may still start callbacks."""
-        return bool(self._native.is_live())
-
-    def result(self) -> Optional[EndReason]:
-        """The terminal result once there is one (raises CleanupFailedError if the release
-        hook failed); None while the timer lives."""
-        code = self._native.result()
-        return None if code is None else EndReason(code)
-
-    def stats(self) -> TimerStats:
-        return TimerStats(**self._native.stats())
-
-    def cancel(self, timeout: Optional[Duration] = None) -> EndReason:
-        """Cancels and waits (GIL released, Ctrl-C responsive) for the terminal result:
-        after a running callback ended and cleanup ran. Every caller sees the same result.
-        Raises WouldDeadlockError from inside this timer's own handler (the cancel still
-        takes effect), CancelTimeoutError on timeout."""
-        timeout_ns = _opt_nanos(timeout, "timeout")
-        rt = self._runtime
-        try:
-            code = self._native.cancel(timeout_ns)
-        finally:
-            if rt._mode == "asyncio":
-                rt._kick()
-        return EndReason(code)
-
-    def cancel_nowait(self) -> "concurrent.futures.Future[EndReason]":
-        """Cancels without waiting; the future resolves with the terminal result (works
-        from inside the timer's own handler)."""
-        fut: "concurrent.futures.Future[EndReason]" = concurrent.futures.Future()
-        self._runtime._await_end(self._native, fut, None)
-        return fut
-
-    async def cancel_async(self) -> EndReason:
-        """Cancels without blocking the event loop; resolves with the terminal result."""
-        loop = asyncio.get_running_loop()
-        fut: "asyncio.Future[EndReason]" = loop.create_future()
-        self._runtime._await_end(self._native, fut, loop)
-        return await fut
-
-    def __repr__(self) -> str:
-        return f"<spot_timer.Timer owner={self.owner_id} key={self._key!r} live={self.is_live}>"
-
-
 _live_runtimes: "weakref.WeakSet[Runtime]" = weakref.WeakSet()
 
 
@@ -890,3 +722,6 @@ def _close_all_at_exit() -> None:
             rt.close(timeout=1.0)
         except Exception:  # pragma: no cover
             pass
+
+
+_native.configure(_nanos, EndReason, TimerStats, _DoneFuture, _cancel_async)

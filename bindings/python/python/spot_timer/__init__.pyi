@@ -218,8 +218,9 @@ class Runtime:
     def held_python_objects(self) -> int: ...
     def close(self, timeout: Optional[Duration] = 2.0) -> None: ...
 
+@final
 class Owner:
-    def __init__(self, runtime: Runtime, native: Any, lease_ns: Optional[int]) -> None: ...
+    """One authority of an owner (a Spot); made by ``Runtime.owner()``."""
     @property
     def id(self) -> int: ...
     @property
@@ -236,7 +237,7 @@ class Owner:
         handler: Handler,
         *,
         key: Optional[Hashable] = None,
-        policy: OverrunPolicy = OverrunPolicy.SKIP_LATE_TICKS,
+        policy: Union[OverrunPolicy, int] = OverrunPolicy.SKIP_LATE_TICKS,
         max_catch_up_ticks: int = 1,
         first_due: Optional[Duration] = None,
         on_release: Optional[Callable[[], object]] = None,
@@ -252,8 +253,9 @@ class Owner:
     def enter_gate(self, timeout: Optional[Duration] = None) -> bool: ...
     def leave_gate(self) -> None: ...
 
+@final
 class Timer:
-    def __init__(self, runtime: Runtime, native: Any, key: Hashable) -> None: ...
+    """The handle of one timer generation; made by ``Owner.every()``/``Owner.after()``."""
     @property
     def key(self) -> Hashable: ...
     @property

@@ -1,0 +1,287 @@
+//! Delivery: one exchange with the core (waiting detached), then, attached once, the whole
+//! batch: per record the T1 re-check (`Runtime::begin`), the handler call and the
+//! completion, which goes back with the next exchange. One GIL entry per batch.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyList, PyTuple};
+
+use spot_timer_core::{Error, Outcome, Record};
+
+use crate::errors::{end_result_tuple, py_error, to_py};
+use crate::runtime::{Inner, MODE_ASYNCIO};
+
+/// Longest uninterrupted detached wait before signals are checked again.
+pub const SLICE: Duration = Duration::from_millis(5);
+
+static ISAWAITABLE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// Tick info handed to a handler (contract T4).
+#[pyclass(module = "spot_timer", name = "Tick", frozen, eq, hash)]
+#[derive(PartialEq, Eq, Hash, Clone)]
+pub struct PyTick {
+    #[pyo3(get)]
+    delivery_index: u64,
+    #[pyo3(get)]
+    scheduled_index: u64,
+    #[pyo3(get)]
+    skipped_ticks: u64,
+    #[pyo3(get)]
+    owner_id: u64,
+    #[pyo3(get)]
+    key: u64,
+}
+
+#[pymethods]
+impl PyTick {
+    fn __repr__(&self) -> String {
+        format!(
+            "Tick(delivery_index={}, scheduled_index={}, skipped_ticks={})",
+            self.delivery_index, self.scheduled_index, self.skipped_ticks
+        )
+    }
+}
+
+pub type PumpResult<'py> = Option<(usize, Option<Bound<'py, PyList>>, usize)>;
+
+/// The dispatcher thread's handle (holds no Python objects).
+#[pyclass(module = "spot_timer._native", name = "Dispatcher", frozen)]
+pub struct NativeDispatcher {
+    pub inner: Arc<Inner>,
+}
+
+#[pymethods]
+impl NativeDispatcher {
+    #[pyo3(signature = (timeout_ns=None, max_records=8192, flush=false, window_ns=0))]
+    fn pump<'py>(
+        &self,
+        py: Python<'py>,
+        timeout_ns: Option<u64>,
+        max_records: usize,
+        flush: bool,
+        window_ns: u64,
+    ) -> PyResult<PumpResult<'py>> {
+        pump(py, &self.inner, timeout_ns, max_records, flush, window_ns)
+    }
+
+    fn is_closed(&self) -> bool {
+        self.inner.rt.is_closed()
+    }
+}
+
+/// One exchange and the batch it returned. Returns `None` once the runtime is closed,
+/// else `(records, extras, pending_completions)` where `extras` is `None` or a list of
+/// `(0, token, timer_id, coroutine)` (a coroutine handler to run; asyncio mode) and
+/// `(1, tag, ok, value)` (a cancel notice).
+pub fn pump<'py>(
+    py: Python<'py>,
+    inner: &Inner,
+    timeout_ns: Option<u64>,
+    max_records: usize,
+    flush: bool,
+    window_ns: u64,
+) -> PyResult<PumpResult<'py>> {
+    inner.purge();
+    let allow_coroutines = inner.mode.load(Ordering::Relaxed) == MODE_ASYNCIO;
+    let (mut completions, have_backlog, mut out) = {
+        let mut st = inner.state.lock();
+        st.delivery_thread = Some(std::thread::current().id());
+        let spare = std::mem::take(&mut st.spare_completions);
+        (
+            std::mem::replace(&mut st.completions, spare),
+            !st.backlog.is_empty(),
+            std::mem::take(&mut st.out),
+        )
+    };
+    let deadline = timeout_ns.map(|t| Instant::now() + Duration::from_nanos(t));
+    if have_backlog {
+        // Hand in the completions, but don't wait: the backlog is work to do now.
+        let r = if completions.is_empty() {
+            Ok(())
+        } else {
+            py.detach(|| inner.rt.complete(&completions))
+        };
+        completions.clear();
+        if let Err(e) = r {
+            if e != Error::Closed {
+                return Err(to_py(py, e));
+            }
+        }
+    } else {
+        loop {
+            let slice = match deadline {
+                None => SLICE,
+                Some(d) => d.saturating_duration_since(Instant::now()).min(SLICE),
+            };
+            let r = if completions.is_empty() && slice.is_zero() {
+                inner.rt.exchange(&[], &mut out, max_records, Some(slice))
+            } else {
+                py.detach(|| {
+                    let r = inner
+                        .rt
+                        .exchange(&completions, &mut out, max_records, Some(slice));
+                    if window_ns > 0 && !out.is_empty() && out.len() < max_records {
+                        // Let records that come due within the window join this batch.
+                        std::thread::sleep(Duration::from_nanos(window_ns));
+                        let room = max_records - out.len();
+                        let _ = inner.rt.exchange(&[], &mut out, room, Some(Duration::ZERO));
+                    }
+                    r
+                })
+            };
+            match r {
+                Ok(_) => {}
+                Err(Error::Closed) => return Ok(None),
+                // A stale token is skipped and counted by the core; the rest were applied.
+                Err(Error::InvalidCompletion(_)) => {}
+                Err(e) => return Err(to_py(py, e)),
+            }
+            completions.clear();
+            if !out.is_empty() || deadline.is_some_and(|d| Instant::now() >= d) {
+                break;
+            }
+            py.check_signals()?;
+        }
+    }
+    {
+        let mut st = inner.state.lock();
+        st.backlog.extend(out.drain(..));
+        st.out = out;
+        completions.clear();
+        st.spare_completions = completions;
+    }
+    let mut extras: Option<Bound<'py, PyList>> = None;
+    let mut processed = 0usize;
+    loop {
+        let rec = inner.state.lock().backlog.pop_front();
+        let Some(rec) = rec else { break };
+        processed += 1;
+        match rec {
+            Record::Tick(t) => {
+                let pid = *t.payload();
+                let handler = inner.objects.lock().handler(pid).map(|h| h.clone_ref(py));
+                let outcome = match handler {
+                    None => Outcome::NotStarted,
+                    Some(_) if !inner.rt.begin(&t) => Outcome::NotStarted,
+                    Some(h) => {
+                        let tk = t.tick();
+                        let tick = PyTick {
+                            delivery_index: tk.delivery_index,
+                            scheduled_index: tk.scheduled_index,
+                            skipped_ticks: tk.skipped_ticks,
+                            owner_id: t.owner_id(),
+                            key: t.key(),
+                        };
+                        let tick = Bound::new(py, tick)?;
+                        match h.bind(py).call1((&tick,)) {
+                            Ok(res) if res.is_none() => Outcome::Ok,
+                            Ok(res) => {
+                                if is_coroutine(py, &res)? {
+                                    if allow_coroutines {
+                                        let generation = t.timer_id().generation;
+                                        inner.async_inflight.lock().insert(generation);
+                                        let item =
+                                            (0u8, t.token(), generation, res).into_pyobject(py)?;
+                                        extras
+                                            .get_or_insert_with(|| PyList::empty(py))
+                                            .append(item)?;
+                                        continue;
+                                    }
+                                    let _ = res.call_method0("close");
+                                    let err = py_error(
+                                        py,
+                                        "ArgumentTypeError",
+                                        "the handler returned a coroutine, but coroutine \
+                                         handlers need the asyncio delivery mode"
+                                            .into(),
+                                    );
+                                    report(py, inner, err, &tick);
+                                    Outcome::Failed
+                                } else {
+                                    Outcome::Ok
+                                }
+                            }
+                            Err(err) => {
+                                let fatal = !err.is_instance_of::<PyException>(py);
+                                if fatal {
+                                    // KeyboardInterrupt / SystemExit: the tick failed,
+                                    // the rest of the batch waits for the next pump.
+                                    inner
+                                        .state
+                                        .lock()
+                                        .completions
+                                        .push(t.complete(Outcome::Failed));
+                                    return Err(err);
+                                }
+                                report(py, inner, err, &tick);
+                                Outcome::Failed
+                            }
+                        }
+                    }
+                };
+                inner.state.lock().completions.push(t.complete(outcome));
+            }
+            Record::CancelDone(n) => {
+                let res = end_result_tuple(py, n.result.clone())?;
+                let item = PyTuple::new(
+                    py,
+                    [
+                        1u8.into_pyobject(py)?.into_any(),
+                        n.tag.into_pyobject(py)?.into_any(),
+                        res.get_item(0)?,
+                        res.get_item(1)?,
+                    ],
+                )?;
+                extras
+                    .get_or_insert_with(|| PyList::empty(py))
+                    .append(item)?;
+            }
+        }
+    }
+    let pending = if flush {
+        let c = std::mem::take(&mut inner.state.lock().completions);
+        match inner.rt.complete(&c) {
+            // A stale token is skipped and counted by the core; the rest were applied.
+            Ok(()) | Err(Error::Closed) | Err(Error::InvalidCompletion(_)) => {}
+            Err(e) => return Err(to_py(py, e)),
+        }
+        0
+    } else {
+        inner.state.lock().completions.len()
+    };
+    inner.purge();
+    Ok(Some((processed, extras, pending)))
+}
+
+fn is_coroutine(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let f = ISAWAITABLE.get_or_try_init(py, || {
+        py.import("inspect")
+            .and_then(|m| m.getattr("isawaitable"))
+            .map(|f| f.unbind())
+    })?;
+    f.bind(py).call1((obj,))?.is_truthy()
+}
+
+/// Sends a handler's exception to the runtime's exception handler (or `sys.unraisablehook`).
+fn report(py: Python<'_>, inner: &Inner, err: PyErr, tick: &Bound<'_, PyTick>) {
+    let handler = inner
+        .objects
+        .lock()
+        .exception_handler
+        .as_ref()
+        .map(|h| h.clone_ref(py));
+    match handler {
+        Some(h) => {
+            let exc = err.into_value(py);
+            if let Err(e2) = h.bind(py).call1((exc, tick)) {
+                e2.write_unraisable(py, Some(h.bind(py)));
+            }
+        }
+        None => err.write_unraisable(py, Some(tick.as_any())),
+    }
+}

@@ -1,0 +1,119 @@
+//! The Python objects of a runtime's live timers (handler, release callback), kept where the
+//! garbage collector can see them (`Runtime.__traverse__`), indexed by the `u64` payload the
+//! core carries for each timer.
+//!
+//! A payload is `generation << 32 | index` into a dense table, so finding a record's handler
+//! is an array index, not a hash lookup. An entry's generation moves on when it is removed:
+//! a payload of an ended timer never finds the next timer's objects.
+
+use std::collections::HashMap;
+
+use pyo3::gc::PyVisit;
+use pyo3::prelude::*;
+use pyo3::PyTraverseError;
+
+/// 16 bytes per live timer; the rarer release callbacks live in a map beside.
+struct Entry {
+    generation: u32,
+    handler: Option<Py<PyAny>>,
+}
+
+#[derive(Default)]
+pub struct PyObjects {
+    entries: Vec<Entry>,
+    free: Vec<u32>,
+    releases: HashMap<u64, Py<PyAny>>,
+    pub exception_handler: Option<Py<PyAny>>,
+}
+
+fn split(id: u64) -> (usize, u32) {
+    ((id & 0xffff_ffff) as usize, (id >> 32) as u32)
+}
+
+impl PyObjects {
+    /// Keeps a new timer's objects; returns the payload that names them.
+    pub fn insert(&mut self, handler: Py<PyAny>, release: Option<Py<PyAny>>) -> u64 {
+        let index = match self.free.pop() {
+            Some(i) => i,
+            None => {
+                self.entries.push(Entry {
+                    generation: 0,
+                    handler: None,
+                });
+                (self.entries.len() - 1) as u32
+            }
+        };
+        let e = &mut self.entries[index as usize];
+        e.handler = Some(handler);
+        let id = (u64::from(e.generation) << 32) | u64::from(index);
+        if let Some(r) = release {
+            self.releases.insert(id, r);
+        }
+        id
+    }
+
+    fn entry(&self, id: u64) -> Option<&Entry> {
+        let (index, generation) = split(id);
+        self.entries
+            .get(index)
+            .filter(|e| e.generation == generation && e.handler.is_some())
+    }
+
+    pub fn handler(&self, id: u64) -> Option<&Py<PyAny>> {
+        self.entry(id).and_then(|e| e.handler.as_ref())
+    }
+
+    /// The release callback, taken out (it runs once, when the generation ends).
+    pub fn take_release(&mut self, id: u64) -> Option<Py<PyAny>> {
+        if self.releases.is_empty() {
+            return None;
+        }
+        self.releases.remove(&id)
+    }
+
+    /// Forgets the timer's objects; the caller drops them (attached, outside the lock).
+    pub fn remove(&mut self, id: u64, out: &mut Vec<Py<PyAny>>) {
+        let (index, generation) = split(id);
+        let Some(e) = self.entries.get_mut(index) else {
+            return;
+        };
+        if e.generation != generation || e.handler.is_none() {
+            return;
+        }
+        out.extend(e.handler.take());
+        e.generation = e.generation.wrapping_add(1);
+        self.free.push(index as u32);
+        if !self.releases.is_empty() {
+            out.extend(self.releases.remove(&id));
+        }
+    }
+
+    /// Forgets every timer's objects (the runtime closed: every generation ended).
+    pub fn clear_timers(&mut self) -> Vec<Py<PyAny>> {
+        let mut out = Vec::new();
+        for (i, e) in self.entries.iter_mut().enumerate() {
+            if e.handler.is_some() {
+                out.extend(e.handler.take());
+                e.generation = e.generation.wrapping_add(1);
+                self.free.push(i as u32);
+            }
+        }
+        out.extend(self.releases.drain().map(|(_, r)| r));
+        out
+    }
+
+    /// Handlers and release callbacks held (diagnostics and tests).
+    pub fn held(&self) -> usize {
+        self.entries.iter().filter(|e| e.handler.is_some()).count() + self.releases.len()
+    }
+
+    pub fn visit(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
+        for e in &self.entries {
+            visit.call(&e.handler)?;
+        }
+        for r in self.releases.values() {
+            visit.call(r)?;
+        }
+        visit.call(&self.exception_handler)
+    }
+}

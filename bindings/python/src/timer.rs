@@ -1,0 +1,266 @@
+//! `spot_timer.Timer`: the handle of one timer generation (owner, key, generation), kept by
+//! id: cancelling a timer that is not running ends it here, on the calling thread.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
+
+use spot_timer_core::{EndResult, Error, TimerId};
+
+use crate::dispatch::SLICE;
+use crate::durations::opt_nanos;
+use crate::errors::{end_result_tuple, reason_code, to_py};
+use crate::host::helpers;
+use crate::runtime::{Inner, MODE_ASYNCIO};
+
+#[pyclass(module = "spot_timer", name = "Timer", frozen, weakref)]
+// Not tracked by the garbage collector (no `__traverse__`), so a million timers cost a
+// collection nothing: a timer holds no Python object that could lead back to itself. The
+// runtime is reached through the runtime's weak reference to it; a key that is not an
+// immutable value (str, bytes, int, float, bool, None, or a tuple of those) is kept by
+// the runtime's key map, which the collector sees.
+pub struct NativeTimer {
+    pub inner: Arc<Inner>,
+    // The generation's `TimerId`, flattened so `key_mapped` fits in its padding (a live
+    // timer's Python object is 72 bytes).
+    pub slot: u32,
+    pub generation: u64,
+    pub key: u64,
+    /// The key as given, when it is an immutable value other than the plain int `key`.
+    pub key_obj: Option<Py<PyAny>>,
+    /// The key is any other hashable: the runtime's key map holds it under `key`.
+    pub key_mapped: bool,
+    pub owner_id: u64,
+}
+
+/// How a timer reports its key.
+pub enum KeyKind {
+    /// The key is the int id (given as an int, or an automatic id).
+    Id,
+    /// An immutable key object as given.
+    Value(Py<PyAny>),
+    /// Any other hashable: the runtime's key map holds it under the id.
+    Mapped,
+}
+
+impl NativeTimer {
+    pub fn new(inner: Arc<Inner>, id: TimerId, key: u64, kind: KeyKind, owner_id: u64) -> Self {
+        let (key_obj, key_mapped) = match kind {
+            KeyKind::Id => (None, false),
+            KeyKind::Value(k) => (Some(k), false),
+            KeyKind::Mapped => (None, true),
+        };
+        Self {
+            inner,
+            slot: id.slot,
+            generation: id.generation,
+            key,
+            key_obj,
+            key_mapped,
+            owner_id,
+        }
+    }
+
+    pub fn id(&self) -> TimerId {
+        TimerId {
+            slot: self.slot,
+            generation: self.generation,
+        }
+    }
+
+    /// `EndReason(code)`, or the exception of a failed cleanup.
+    fn end_reason(&self, py: Python<'_>, r: EndResult) -> PyResult<Py<PyAny>> {
+        let code = r.map(reason_code).map_err(|e| to_py(py, e))?;
+        Ok(helpers(py)?.end_reason(py, code))
+    }
+
+    fn kick_loop(&self, py: Python<'_>) -> PyResult<()> {
+        if self.inner.mode.load(Ordering::Relaxed) == MODE_ASYNCIO {
+            if let Some(rt) = self.inner.host(py) {
+                rt.call_method0("_kick")?;
+            }
+        }
+        Ok(())
+    }
+
+    fn blocking_cancel(&self, py: Python<'_>, timeout_ns: Option<u64>) -> PyResult<EndResult> {
+        let inner = &*self.inner;
+        let deadline = timeout_ns.map(|t| Instant::now() + Duration::from_nanos(t));
+        match inner.rt.cancel_timer(self.id(), Some(Duration::ZERO)) {
+            Err(Error::Timeout) => {}
+            other => return Ok(other),
+        }
+        if inner.async_inflight.lock().contains(&self.generation) && inner.may_help() {
+            // Its coroutine runs on this very event-loop thread.
+            return Ok(Err(Error::WouldDeadlock));
+        }
+        loop {
+            if inner.may_help() {
+                if let Err(e) = inner.help(py) {
+                    return Ok(Err(e));
+                }
+            }
+            let slice = match deadline {
+                None => SLICE,
+                Some(d) => d.saturating_duration_since(Instant::now()).min(SLICE),
+            };
+            let id = self.id();
+            match py.detach(|| inner.rt.cancel_timer(id, Some(slice))) {
+                Err(Error::Timeout) => {}
+                other => return Ok(other),
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Ok(Err(Error::Timeout));
+            }
+            py.check_signals()?;
+        }
+    }
+}
+
+#[pymethods]
+impl NativeTimer {
+    #[getter]
+    fn key(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        if let Some(k) = &self.key_obj {
+            return Ok(k.clone_ref(py));
+        }
+        if self.key_mapped {
+            if let Some(rt) = self.inner.host(py) {
+                return Ok(rt
+                    .call_method1("_key_name", (self.owner_id, self.key))?
+                    .unbind());
+            }
+        }
+        Ok(self.key.into_pyobject(py)?.into_any().unbind())
+    }
+
+    #[getter]
+    fn owner_id(&self) -> u64 {
+        self.owner_id
+    }
+
+    /// The runtime (raises `RuntimeClosedError` once it was garbage-collected).
+    #[getter]
+    fn runtime<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.inner.host(py).ok_or_else(|| to_py(py, Error::Closed))
+    }
+
+    /// True while this generation may still start callbacks.
+    #[getter]
+    fn is_live(&self) -> bool {
+        self.inner
+            .rt
+            .timer(self.id())
+            .map(|h| h.is_live())
+            .unwrap_or(false)
+    }
+
+    /// The terminal result once there is one (raises `CleanupFailedError` if the release
+    /// hook failed); None while the timer lives.
+    fn result(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        match self.inner.rt.timer_result(self.id()) {
+            None => Ok(None),
+            Some(r) => self.end_reason(py, r).map(Some),
+        }
+    }
+
+    /// The terminal result as its code (None while the timer lives).
+    fn _result_code(&self, py: Python<'_>) -> PyResult<Option<u8>> {
+        self.inner
+            .rt
+            .timer_result(self.id())
+            .map(|r| r.map(reason_code).map_err(|e| to_py(py, e)))
+            .transpose()
+    }
+
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let s = self.inner.rt.timer_stats(self.id()).unwrap_or_default();
+        let d = PyDict::new(py);
+        d.set_item("delivered", s.delivered)?;
+        d.set_item("failed", s.failed)?;
+        d.set_item("skipped_ticks", s.skipped_ticks)?;
+        d.set_item("last_scheduled_index", s.last_scheduled_index)?;
+        helpers(py)?.timer_stats.bind(py).call((), Some(&d))
+    }
+
+    /// Cancels and waits (detached, in slices, Ctrl-C responsive) for the terminal result.
+    /// A timer that is not running ends here, on the calling thread. Raises
+    /// `WouldDeadlockError` from inside the timer's own handler (the cancel still takes
+    /// effect), `CancelTimeoutError` on timeout.
+    #[pyo3(signature = (timeout=None))]
+    fn cancel(&self, py: Python<'_>, timeout: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+        let timeout_ns = opt_nanos(py, timeout, "timeout")?;
+        let r = self.blocking_cancel(py, timeout_ns);
+        self.kick_loop(py)?;
+        self.end_reason(py, r?)
+    }
+
+    /// Cancels without waiting; the future resolves with the terminal result (already
+    /// resolved when the timer ended here and now). Works from inside the timer's own
+    /// handler.
+    fn cancel_nowait(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        let py = slf.py();
+        let this = slf.get();
+        let known = match this.inner.rt.cancel_timer_nowait(this.id()) {
+            Ok(r) => r,
+            Err(Error::Closed) => Some(
+                this.inner
+                    .rt
+                    .timer_result(this.id())
+                    .ok_or_else(|| to_py(py, Error::Closed))?,
+            ),
+            Err(e) => return Err(to_py(py, e)),
+        };
+        let h = helpers(py)?;
+        if let Some(r) = known {
+            let (ok, value) = match r {
+                Ok(reason) => (true, h.end_reason(py, reason_code(reason))),
+                Err(e) => (false, to_py(py, e).into_value(py).into_any()),
+            };
+            return Ok(h.done_future.bind(py).call1((ok, value))?.unbind());
+        }
+        // Ends later (its record is with the host): the result comes as a notice.
+        let fut = py
+            .import("concurrent.futures")?
+            .getattr("Future")?
+            .call0()?;
+        this.inner
+            .host(py)
+            .ok_or_else(|| to_py(py, Error::Closed))?
+            .call_method1("_await_end", (slf, &fut, py.None()))?;
+        Ok(fut.unbind())
+    }
+
+    /// Cancels without blocking the event loop; resolves with the terminal result.
+    fn cancel_async(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        let py = slf.py();
+        Ok(helpers(py)?.cancel_async.bind(py).call1((slf,))?.unbind())
+    }
+
+    /// Non-blocking cancel. `None`: the result arrives later as a notice carrying `tag`;
+    /// else `(ok, reason_code_or_exception)` at once.
+    fn _cancel_notice<'py>(
+        &self,
+        py: Python<'py>,
+        tag: u64,
+    ) -> PyResult<Option<Bound<'py, PyTuple>>> {
+        match self.inner.rt.cancel_timer_with_notice(self.id(), tag) {
+            Ok(None) => Ok(None),
+            Ok(Some(r)) => end_result_tuple(py, r).map(Some),
+            Err(e) => Err(to_py(py, e)),
+        }
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        let key = self.key(py)?;
+        Ok(format!(
+            "<spot_timer.Timer owner={} key={} live={}>",
+            self.owner_id,
+            key.bind(py).repr()?,
+            if self.is_live() { "True" } else { "False" }
+        ))
+    }
+}
