@@ -1,7 +1,10 @@
-"""Python delivery benchmark: spot_timer vs asyncio call_at re-arming vs threading.Timer.
+"""Python delivery benchmark: spot_timer vs asyncio (and uvloop) call_at re-arming vs
+threading.Timer.
 
-N periodic timers sharing one period (100 ms, same phase) deliver into Python handlers for a
-fixed duration. Each (implementation, N) runs in a fresh subprocess (clean RSS), repeated;
+N periodic timers sharing one period (100 ms by default, same phase) deliver into Python
+handlers for a fixed duration. The handler records its lateness (``--handler latency``, the
+default) or does nothing (``--handler noop``: spot_timer's handler returns at once, the
+asyncio handlers only re-arm; each system's own cost per record). Each (implementation, N) runs in a fresh subprocess (clean RSS), repeated;
 the table shows medians with min..max spread. Writes bench/results/python.json.
 
     python bench/python_bench.py [--quick] [--repeats 3] [--seconds 3]
@@ -15,7 +18,8 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PERIOD = 0.1
+PERIOD = float(os.environ.get("SPOT_BENCH_PERIOD_MS", "100")) / 1000
+NOOP = os.environ.get("SPOT_BENCH_HANDLER", "latency") == "noop"
 WARMUP = 1.0
 
 
@@ -49,6 +53,11 @@ def run_spot(n, seconds):
     rt = st.Runtime(max_batch=int(os.environ.get("SPOT_BENCH_MAX_BATCH", "8192")))
 
     def make(t0):
+        if NOOP:
+            def noop(tick):
+                pass
+            return noop
+
         def h(tick):
             if measuring[0]:
                 lat.append(clock_ns(BOOT) - t0 - (tick.scheduled_index - 1) * period_ns)
@@ -73,7 +82,7 @@ def run_spot(n, seconds):
                 lat_ns=lat, rss_kib=rss, threads=s1.scheduler_threads)
 
 
-def run_asyncio(n, seconds):
+def run_asyncio(n, seconds, use_uvloop=False):
     import asyncio
 
     async def main():
@@ -87,10 +96,10 @@ def run_asyncio(n, seconds):
             k = [0]
 
             def cb():
-                due = start + k[0] * PERIOD
                 now = loop.time()
                 if measuring[0]:
-                    lat.append(int((now - due) * 1e9))
+                    if not NOOP:
+                        lat.append(int((now - (start + k[0] * PERIOD)) * 1e9))
                     count[0] += 1
                 # fixed rate, skipping late ticks
                 k[0] += 1
@@ -112,7 +121,15 @@ def run_asyncio(n, seconds):
         return dict(records=count[0], cpu=cpu, crossings_per_record=None, lat_ns=lat,
                     rss_kib=rss_kib(), threads=1)
 
+    if use_uvloop:
+        import uvloop
+
+        return uvloop.run(main())
     return asyncio.run(main())
+
+
+def run_uvloop(n, seconds):
+    return run_asyncio(n, seconds, use_uvloop=True)
 
 
 def run_threading_timer(n, seconds):
@@ -157,7 +174,8 @@ def run_threading_timer(n, seconds):
                 threads=threading.active_count())
 
 
-IMPLS = {"spot_timer": run_spot, "asyncio.call_at": run_asyncio, "threading.Timer": run_threading_timer}
+IMPLS = {"spot_timer": run_spot, "asyncio.call_at": run_asyncio, "uvloop.call_at": run_uvloop,
+         "threading.Timer": run_threading_timer}
 
 
 def worker(impl, n, seconds):
@@ -189,6 +207,8 @@ def main():
     ap.add_argument("--sizes", default="1000,20000")
     ap.add_argument("--impls", default=",".join(IMPLS), help="comma-separated subset of the implementations")
     ap.add_argument("--max-batch", type=int, default=None, help="spot_timer: Runtime(max_batch=...)")
+    ap.add_argument("--period-ms", type=float, default=None, help="the timers' period (default 100)")
+    ap.add_argument("--handler", choices=("latency", "noop"), default=None)
     ap.add_argument("--worker", nargs=3, metavar=("IMPL", "N", "SECONDS"))
     ap.add_argument("--out", default=os.path.join(HERE, "results", "python.json"))
     args = ap.parse_args()
@@ -199,7 +219,16 @@ def main():
         args.repeats, args.seconds = 1, 1.0
     if args.max_batch is not None:
         os.environ["SPOT_BENCH_MAX_BATCH"] = str(args.max_batch)
+    if args.period_ms is not None:
+        os.environ["SPOT_BENCH_PERIOD_MS"] = str(args.period_ms)
+    if args.handler is not None:
+        os.environ["SPOT_BENCH_HANDLER"] = args.handler
     impls = [i for i in IMPLS if i in args.impls.split(",")]
+    if args.impls == ",".join(IMPLS):  # the default set: uvloop only where installed
+        try:
+            import uvloop  # noqa: F401
+        except ImportError:
+            impls.remove("uvloop.call_at")
     sizes = [int(x) for x in args.sizes.split(",")]
     results = []
     for n in sizes:
@@ -219,7 +248,8 @@ def main():
             print(f"  done: {impl:16} n={n:>6,} ({len(runs)} runs)", file=sys.stderr, flush=True)
 
     head = f"{'impl':16} {'N':>7} {'records/CPU-s':>30} {'crossings/record':>18} {'lat p50 ms':>24} {'lat p99 ms':>24} {'RSS MiB':>20}"
-    print(f"\nPython delivery benchmark: period {PERIOD * 1000:.0f} ms (shared), {args.seconds:g} s per run, "
+    period = float(os.environ.get("SPOT_BENCH_PERIOD_MS", "100")) / 1000
+    print(f"\nPython delivery benchmark: period {period * 1000:g} ms (shared), {args.seconds:g} s per run, "
           f"medians of {args.repeats} runs (min..max)")
     print(head)
     print("-" * len(head))
@@ -245,7 +275,7 @@ def main():
         print(f"{k}: {v:.2f}x" if v else f"{k}: n/a")
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as f:
-        json.dump(dict(period_s=PERIOD, seconds=args.seconds, repeats=args.repeats,
+        json.dump(dict(period_s=period, handler=os.environ.get("SPOT_BENCH_HANDLER", "latency"), seconds=args.seconds, repeats=args.repeats,
                        python=sys.version.split()[0], results=results, summary=summary), f, indent=2)
     print(f"wrote {args.out}")
     return 0

@@ -86,18 +86,18 @@ pub fn pump<'py>(
     flush: bool,
     window_ns: u64,
 ) -> PyResult<PumpResult<'py>> {
-    inner.purge();
+    inner.purge(py);
     let allow_coroutines = inner.mode.load(Ordering::Relaxed) == MODE_ASYNCIO;
-    let (mut completions, have_backlog, mut out) = {
-        let mut st = inner.state.lock();
-        st.delivery_thread = Some(std::thread::current().id());
+    let me = std::thread::current().id();
+    let (mut completions, have_backlog, mut out) = inner.state.with(py, |st| {
+        st.delivery_thread = Some(me);
         let spare = std::mem::take(&mut st.spare_completions);
         (
             std::mem::replace(&mut st.completions, spare),
             !st.backlog.is_empty(),
             std::mem::take(&mut st.out),
         )
-    };
+    });
     let deadline = timeout_ns.map(|t| Instant::now() + Duration::from_nanos(t));
     if have_backlog {
         // Hand in the completions, but don't wait: the backlog is work to do now.
@@ -148,23 +148,24 @@ pub fn pump<'py>(
             py.check_signals()?;
         }
     }
-    {
-        let mut st = inner.state.lock();
+    completions.clear();
+    inner.state.with(py, |st| {
         st.backlog.extend(out.drain(..));
         st.out = out;
-        completions.clear();
         st.spare_completions = completions;
-    }
+    });
     let mut extras: Option<Bound<'py, PyList>> = None;
     let mut processed = 0usize;
     loop {
-        let rec = inner.state.lock().backlog.pop_front();
+        let rec = inner.state.with(py, |st| st.backlog.pop_front());
         let Some(rec) = rec else { break };
         processed += 1;
         match rec {
             Record::Tick(t) => {
                 let pid = *t.payload();
-                let handler = inner.objects.lock().handler(pid).map(|h| h.clone_ref(py));
+                let handler = inner
+                    .objects
+                    .with(py, |o| o.handler(pid).map(|h| h.clone_ref(py)));
                 let outcome = match handler {
                     None => Outcome::NotStarted,
                     Some(_) if !inner.rt.begin(&t) => Outcome::NotStarted,
@@ -211,11 +212,7 @@ pub fn pump<'py>(
                                 if fatal {
                                     // KeyboardInterrupt / SystemExit: the tick failed,
                                     // the rest of the batch waits for the next pump.
-                                    inner
-                                        .state
-                                        .lock()
-                                        .completions
-                                        .push(t.complete(Outcome::Failed));
+                                    inner.push_completion(py, t.complete(Outcome::Failed));
                                     return Err(err);
                                 }
                                 report(py, inner, err, &tick);
@@ -224,7 +221,7 @@ pub fn pump<'py>(
                         }
                     }
                 };
-                inner.state.lock().completions.push(t.complete(outcome));
+                inner.push_completion(py, t.complete(outcome));
             }
             Record::CancelDone(n) => {
                 let res = end_result_tuple(py, n.result.clone())?;
@@ -244,7 +241,9 @@ pub fn pump<'py>(
         }
     }
     let pending = if flush {
-        let c = std::mem::take(&mut inner.state.lock().completions);
+        let c = inner
+            .state
+            .with(py, |st| std::mem::take(&mut st.completions));
         match inner.rt.complete(&c) {
             // A stale token is skipped and counted by the core; the rest were applied.
             Ok(()) | Err(Error::Closed) | Err(Error::InvalidCompletion(_)) => {}
@@ -252,9 +251,9 @@ pub fn pump<'py>(
         }
         0
     } else {
-        inner.state.lock().completions.len()
+        inner.state.with(py, |st| st.completions.len())
     };
-    inner.purge();
+    inner.purge(py);
     Ok(Some((processed, extras, pending)))
 }
 
@@ -269,12 +268,9 @@ fn is_coroutine(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<bool> {
 
 /// Sends a handler's exception to the runtime's exception handler (or `sys.unraisablehook`).
 fn report(py: Python<'_>, inner: &Inner, err: PyErr, tick: &Bound<'_, PyTick>) {
-    let handler = inner
-        .objects
-        .lock()
-        .exception_handler
-        .as_ref()
-        .map(|h| h.clone_ref(py));
+    let handler = inner.objects.with(py, |o| {
+        o.exception_handler.as_ref().map(|h| h.clone_ref(py))
+    });
     match handler {
         Some(h) => {
             let exc = err.into_value(py);

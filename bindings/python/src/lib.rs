@@ -15,6 +15,7 @@
 mod dispatch;
 mod durations;
 mod errors;
+mod gil_cell;
 mod host;
 mod objects;
 mod owner;
@@ -23,7 +24,8 @@ mod timer;
 
 use pyo3::prelude::*;
 
-#[pymodule]
+// The GIL guards the per-record state (`gil_cell`).
+#[pymodule(gil_used = true)]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<runtime::NativeClock>()?;
     m.add_class::<runtime::NativeRuntime>()?;

@@ -1,18 +1,17 @@
-//! The Python objects of a runtime's live timers (handler, release callback), kept where the
-//! garbage collector can see them (`Runtime.__traverse__`), indexed by the `u64` payload the
-//! core carries for each timer.
+//! The handlers of a runtime's live timers, kept where the garbage collector can see them
+//! (`Runtime.__traverse__`), indexed by the `u64` payload the core carries for each timer.
+//! Only attached threads touch the table (see `gil_cell`); release callbacks, which the
+//! thread ending a generation takes, are kept apart (`runtime::Inner::releases`).
 //!
 //! A payload is `generation << 32 | index` into a dense table, so finding a record's handler
 //! is an array index, not a hash lookup. An entry's generation moves on when it is removed:
 //! a payload of an ended timer never finds the next timer's objects.
 
-use std::collections::HashMap;
-
 use pyo3::gc::PyVisit;
 use pyo3::prelude::*;
 use pyo3::PyTraverseError;
 
-/// 16 bytes per live timer; the rarer release callbacks live in a map beside.
+/// 16 bytes per live timer.
 struct Entry {
     generation: u32,
     handler: Option<Py<PyAny>>,
@@ -22,7 +21,6 @@ struct Entry {
 pub struct PyObjects {
     entries: Vec<Entry>,
     free: Vec<u32>,
-    releases: HashMap<u64, Py<PyAny>>,
     pub exception_handler: Option<Py<PyAny>>,
 }
 
@@ -32,7 +30,7 @@ fn split(id: u64) -> (usize, u32) {
 
 impl PyObjects {
     /// Keeps a new timer's objects; returns the payload that names them.
-    pub fn insert(&mut self, handler: Py<PyAny>, release: Option<Py<PyAny>>) -> u64 {
+    pub fn insert(&mut self, handler: Py<PyAny>) -> u64 {
         let index = match self.free.pop() {
             Some(i) => i,
             None => {
@@ -45,11 +43,7 @@ impl PyObjects {
         };
         let e = &mut self.entries[index as usize];
         e.handler = Some(handler);
-        let id = (u64::from(e.generation) << 32) | u64::from(index);
-        if let Some(r) = release {
-            self.releases.insert(id, r);
-        }
-        id
+        (u64::from(e.generation) << 32) | u64::from(index)
     }
 
     fn entry(&self, id: u64) -> Option<&Entry> {
@@ -61,14 +55,6 @@ impl PyObjects {
 
     pub fn handler(&self, id: u64) -> Option<&Py<PyAny>> {
         self.entry(id).and_then(|e| e.handler.as_ref())
-    }
-
-    /// The release callback, taken out (it runs once, when the generation ends).
-    pub fn take_release(&mut self, id: u64) -> Option<Py<PyAny>> {
-        if self.releases.is_empty() {
-            return None;
-        }
-        self.releases.remove(&id)
     }
 
     /// Forgets the timer's objects; the caller drops them (attached, outside the lock).
@@ -83,9 +69,6 @@ impl PyObjects {
         out.extend(e.handler.take());
         e.generation = e.generation.wrapping_add(1);
         self.free.push(index as u32);
-        if !self.releases.is_empty() {
-            out.extend(self.releases.remove(&id));
-        }
     }
 
     /// Forgets every timer's objects (the runtime closed: every generation ended).
@@ -98,21 +81,17 @@ impl PyObjects {
                 self.free.push(i as u32);
             }
         }
-        out.extend(self.releases.drain().map(|(_, r)| r));
         out
     }
 
-    /// Handlers and release callbacks held (diagnostics and tests).
+    /// Handlers held (diagnostics and tests).
     pub fn held(&self) -> usize {
-        self.entries.iter().filter(|e| e.handler.is_some()).count() + self.releases.len()
+        self.entries.iter().filter(|e| e.handler.is_some()).count()
     }
 
     pub fn visit(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
         for e in &self.entries {
             visit.call(&e.handler)?;
-        }
-        for r in self.releases.values() {
-            visit.call(r)?;
         }
         visit.call(&self.exception_handler)
     }

@@ -112,11 +112,12 @@ impl NativeOwner {
         }
         let (key, key_kind) = self.key_id(py, key)?;
         let inner = &self.inner;
-        inner.purge();
-        let pid = inner.objects.lock().insert(
-            handler.clone().unbind(),
-            on_release.map(|r| r.clone().unbind()),
-        );
+        inner.purge(py);
+        let handler = handler.clone().unbind();
+        let pid = inner.objects.with(py, |o| o.insert(handler));
+        if let Some(r) = on_release {
+            inner.releases.lock().insert(pid, r.clone().unbind());
+        }
         match self.owner.register_id(key, spec, pid, None) {
             Ok(id) => {
                 let timer = NativeTimer::new(inner.clone(), id, key, key_kind, self.owner.id());
@@ -131,7 +132,8 @@ impl NativeOwner {
             }
             Err(e) => {
                 let mut taken = Vec::new();
-                inner.objects.lock().remove(pid, &mut taken);
+                inner.objects.with(py, |o| o.remove(pid, &mut taken));
+                taken.extend(inner.releases.lock().remove(&pid));
                 drop(taken);
                 Err(to_py(py, e))
             }

@@ -1,7 +1,7 @@
 //! The native runtime object: the core runtime, the Python objects of its timers, and the
 //! state of the thread that delivers its records.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::thread::ThreadId;
@@ -20,6 +20,7 @@ use spot_timer_core::{
 
 use crate::dispatch::{pump, NativeDispatcher, PumpResult};
 use crate::errors::to_py;
+use crate::gil_cell::GilCell;
 use crate::objects::PyObjects;
 use crate::owner::NativeOwner;
 
@@ -49,11 +50,15 @@ pub struct DispatchState {
 
 pub struct Inner {
     pub rt: Runtime<u64>,
-    pub objects: Arc<Mutex<PyObjects>>,
+    /// Handlers (and the exception handler): attached threads only.
+    pub objects: GilCell<PyObjects>,
+    /// Release callbacks by payload: taken by whichever thread ends the generation.
+    pub releases: Arc<Mutex<HashMap<u64, Py<PyAny>>>>,
     /// Payloads of generations that ended; their Python objects are dropped at the next
     /// attached call (the thread that ends a generation may not be attached).
     pub ended: Arc<Mutex<Vec<u64>>>,
-    pub state: Mutex<DispatchState>,
+    /// Attached threads only (the delivering thread, and a blocking cancel helping it).
+    pub state: GilCell<DispatchState>,
     /// Generations whose coroutine handler is running (asyncio mode).
     pub async_inflight: Mutex<HashSet<u64>>,
     /// Next automatic key id (keys given as None or as a non-int hashable).
@@ -66,7 +71,7 @@ pub struct Inner {
 
 impl Inner {
     /// Drops the Python objects of ended generations (attached, outside any lock).
-    pub fn purge(&self) {
+    pub fn purge(&self, py: Python<'_>) {
         let ids = {
             let mut e = self.ended.lock();
             if e.is_empty() {
@@ -74,28 +79,35 @@ impl Inner {
             }
             std::mem::take(&mut *e)
         };
-        let mut dropped = Vec::with_capacity(ids.len() * 2);
-        {
-            let mut o = self.objects.lock();
+        let mut dropped = Vec::with_capacity(ids.len());
+        self.objects.with(py, |o| {
             for id in ids {
                 o.remove(id, &mut dropped);
             }
-        }
+        });
         drop(dropped);
     }
 
-    pub fn may_help(&self) -> bool {
+    pub fn may_help(&self, py: Python<'_>) -> bool {
         if self.mode.load(Ordering::Relaxed) == MODE_MANUAL {
             return true;
         }
-        self.state.lock().delivery_thread == Some(std::thread::current().id())
+        let me = std::thread::current().id();
+        self.state.with(py, |st| st.delivery_thread == Some(me))
+    }
+
+    /// Records a completion for the next exchange.
+    pub fn push_completion(&self, py: Python<'_>, c: Completion) {
+        self.state.with(py, |st| st.completions.push(c));
     }
 
     /// Called by a blocking cancel on a thread that delivers this runtime's records: hands
     /// in the completions it still holds and pulls the waiting records into the backlog,
     /// completing the ones that went stale, so the cancel does not wait for this thread.
     pub fn help(&self, py: Python<'_>) -> Result<(), Error> {
-        let completions = std::mem::take(&mut self.state.lock().completions);
+        let completions = self
+            .state
+            .with(py, |st| std::mem::take(&mut st.completions));
         let mut out = Vec::new();
         let r = py.detach(|| {
             self.rt
@@ -107,8 +119,7 @@ impl Inner {
             Err(e) => return Err(e),
         }
         let mut stale = Vec::new();
-        {
-            let mut st = self.state.lock();
+        self.state.with(py, |st| {
             st.backlog.extend(out);
             st.backlog.retain(|rec| match rec {
                 Record::Tick(t) => {
@@ -121,7 +132,7 @@ impl Inner {
                 }
                 Record::CancelDone(_) => true,
             });
-        }
+        });
         if !stale.is_empty() {
             let _ = self.rt.complete(&stale);
         }
@@ -196,15 +207,22 @@ impl NativeRuntime {
             Some(c) => ClockKind::Manual(c.clock.clone()),
             None => ClockKind::Real,
         };
-        let objects = Arc::new(Mutex::new(PyObjects::default()));
+        let releases: Arc<Mutex<HashMap<u64, Py<PyAny>>>> = Arc::default();
         let ended = Arc::new(Mutex::new(Vec::new()));
         // One release function for the runtime, not a hook per registration: it runs the
         // timer's Python release callback (if it has one) and queues its objects to be
         // dropped at the next attached call.
         let release = {
-            let (objects, ended) = (objects.clone(), ended.clone());
+            let (releases, ended) = (releases.clone(), ended.clone());
             move |pid: &u64| {
-                let cb = objects.lock().take_release(*pid);
+                let cb = {
+                    let mut r = releases.lock();
+                    if r.is_empty() {
+                        None
+                    } else {
+                        r.remove(pid)
+                    }
+                };
                 let r = match cb {
                     Some(cb) => run_release(cb),
                     None => Ok(()),
@@ -223,9 +241,10 @@ impl NativeRuntime {
         Ok(Self {
             inner: Arc::new(Inner {
                 rt,
-                objects,
+                objects: GilCell::new(PyObjects::default()),
+                releases,
                 ended,
-                state: Mutex::new(DispatchState::default()),
+                state: GilCell::new(DispatchState::default()),
                 async_inflight: Mutex::new(HashSet::new()),
                 next_key: AtomicU64::new(AUTO_KEY_BASE),
                 mode: AtomicU8::new(MODE_MANUAL),
@@ -235,18 +254,24 @@ impl NativeRuntime {
     }
 
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        // SAFETY: a GC callback of the object owning the cell.
+        unsafe { self.inner.objects.during_gc() }.visit(&visit)?;
         // Never blocks: the lock is only ever held for short sections without Python calls.
-        if let Some(o) = self.inner.objects.try_lock() {
-            o.visit(&visit)?;
+        if let Some(r) = self.inner.releases.try_lock() {
+            for cb in r.values() {
+                visit.call(cb)?;
+            }
         }
         Ok(())
     }
 
     fn __clear__(&self) {
         let taken = {
-            let mut o = self.inner.objects.lock();
+            // SAFETY: a GC callback of the object owning the cell.
+            let o = unsafe { self.inner.objects.during_gc() };
             let mut t = o.clear_timers();
             t.extend(o.exception_handler.take());
+            t.extend(self.inner.releases.lock().drain().map(|(_, r)| r));
             t
         };
         drop(taken);
@@ -263,8 +288,11 @@ impl NativeRuntime {
         self.inner.mode.store(mode, Ordering::Relaxed);
     }
 
-    fn set_exception_handler(&self, handler: Option<Py<PyAny>>) {
-        let old = std::mem::replace(&mut self.inner.objects.lock().exception_handler, handler);
+    fn set_exception_handler(&self, py: Python<'_>, handler: Option<Py<PyAny>>) {
+        let old = self
+            .inner
+            .objects
+            .with(py, |o| std::mem::replace(&mut o.exception_handler, handler));
         drop(old);
     }
 
@@ -326,18 +354,15 @@ impl NativeRuntime {
     }
 
     /// Completion of a coroutine handler (asyncio mode).
-    fn complete_async(&self, token: u64, generation: u64, ok: bool) {
+    fn complete_async(&self, py: Python<'_>, token: u64, generation: u64, ok: bool) {
         self.inner.async_inflight.lock().remove(&generation);
         let outcome = if ok { Outcome::Ok } else { Outcome::Failed };
         self.inner
-            .state
-            .lock()
-            .completions
-            .push(Completion::new(token, outcome));
+            .push_completion(py, Completion::new(token, outcome));
     }
 
-    fn pending_completions(&self) -> usize {
-        self.inner.state.lock().completions.len()
+    fn pending_completions(&self, py: Python<'_>) -> usize {
+        self.inner.state.with(py, |st| st.completions.len())
     }
 
     fn wakeup_fd(&self, py: Python<'_>) -> PyResult<i32> {
@@ -362,12 +387,12 @@ impl NativeRuntime {
         let inner = self.inner.clone();
         // Joins the scheduler thread (which may run Python release hooks): detached.
         py.detach(move || inner.rt.close());
-        let backlog = std::mem::take(&mut self.inner.state.lock().backlog);
-        drop(backlog);
+        self.inner.state.with(py, |st| st.backlog.clear());
         self.inner.async_inflight.lock().clear();
         // Every generation ended; drop their Python objects.
         self.inner.ended.lock().clear();
-        let taken = self.inner.objects.lock().clear_timers();
+        let mut taken = self.inner.objects.with(py, |o| o.clear_timers());
+        taken.extend(self.inner.releases.lock().drain().map(|(_, r)| r));
         drop(taken);
     }
 
@@ -412,9 +437,9 @@ impl NativeRuntime {
     }
 
     /// Python objects held for live timers (for tests of the GC integration).
-    fn held_objects(&self) -> usize {
-        self.inner.purge();
-        self.inner.objects.lock().held()
+    fn held_objects(&self, py: Python<'_>) -> usize {
+        self.inner.purge(py);
+        self.inner.objects.with(py, |o| o.held()) + self.inner.releases.lock().len()
     }
 
     /// True if `timer` belongs to this runtime.

@@ -93,12 +93,12 @@ impl NativeTimer {
             Err(Error::Timeout) => {}
             other => return Ok(other),
         }
-        if inner.async_inflight.lock().contains(&self.generation) && inner.may_help() {
+        if inner.async_inflight.lock().contains(&self.generation) && inner.may_help(py) {
             // Its coroutine runs on this very event-loop thread.
             return Ok(Err(Error::WouldDeadlock));
         }
         loop {
-            if inner.may_help() {
+            if inner.may_help(py) {
                 if let Err(e) = inner.help(py) {
                     return Ok(Err(e));
                 }
