@@ -9,7 +9,7 @@ Harnesses (built by mk/bench.mk before this runs):
   build/bench/spot_c_bench                    bench/c/spot_c_bench.c: spot-timer via the C ABI
   build/bench/uv_bench                        bench/c/uv_bench.c: libuv uv_timer
   build/bench/gobench                         bench/go: Go time.AfterFunc
-  bench/python_bench.py (existing)            spot_timer / asyncio / threading.Timer, W2 W3 W5
+  bench/python_bench.py                       spot_timer / asyncio / uvloop / threading.Timer, W2 W3 W5
   bench/py_extra.py                           spot_timer / asyncio, W1 W4 W6
   build/dotnet/Bench.exe (existing)           SpotTimer / System.Threading.Timer on Mono, W2 W3
 
@@ -52,6 +52,7 @@ SYSTEMS = {
     "go": ("Go time.AfterFunc", "Go", "go", [GO, "{w}"]),
     "spot-py": ("spot_timer (Python)", "Python", "python", [PY, os.path.join(HERE, "py_extra.py"), "{w}", "spot_timer"]),
     "asyncio": ("asyncio call_later/call_at", "Python", "python", [PY, os.path.join(HERE, "py_extra.py"), "{w}", "asyncio"]),
+    "uvloop": ("uvloop call_later/call_at", "Python", "uvloop", None),
     "threading-timer": ("threading.Timer", "Python", "python", None),
     "spot-dotnet": ("SpotTimer (.NET on Mono)", "C#", "dotnet", None),
     "threading-timer-net": ("System.Threading.Timer (Mono)", "C#", "dotnet", None),
@@ -117,7 +118,7 @@ def missing_reason(harness):
     if os.path.exists(p):
         with open(p) as f:
             return f.read().strip() or "build failed"
-    exe = {"rust": RUST, "spot-c": SPOT_C, "libuv": UV, "go": GO, "python": PY, "dotnet": DOTNET_EXE}[harness]
+    exe = {"rust": RUST, "spot-c": SPOT_C, "libuv": UV, "go": GO, "python": PY, "uvloop": PY, "dotnet": DOTNET_EXE}[harness]
     if not os.path.exists(exe):
         return f"harness not built ({os.path.relpath(exe, ROOT)} missing)"
     return None
@@ -252,15 +253,17 @@ class Suite:
                     self.miss(wl, s, missing_reason(SYSTEMS[s][2]) or "every run failed (see failures)")
             for s in ("libuv", "go"):
                 self.miss(wl, s, "its harness has no spread-phase / do-nothing variant yet")
+        self.w2_python(False, "W2-noop")
         nominal = n * secs * 1000 / OVERLOAD_PERIOD_MS
         self.interleaved("W2-overload", "w2", W2_NATIVE, [n, secs, OVERLOAD_PERIOD_MS], reps,
                          dict(n=n, period_ms=OVERLOAD_PERIOD_MS, seconds=secs, nominal_ticks=int(nominal)))
+        self.w2_python(False, "W2-overload")
         for r in self.results:
             if r["workload"] == "W2-overload":
                 vals = [x / nominal for x in r["metrics"]["records"]["runs"]]
                 r["metrics"]["share_delivered"] = dict(median=statistics.median(vals), min=min(vals),
                                                        max=max(vals), runs=vals)
-        for s in ("spot-py", "asyncio", "spot-dotnet", "threading-timer-net"):
+        for s in ("spot-dotnet", "threading-timer-net"):
             self.miss("W2-overload", s, "its W2 harness has no period setting yet")
 
     def python_bench(self, extra, out):
@@ -272,38 +275,51 @@ class Suite:
         with open(out) as f:
             return json.load(f)
 
-    def w2_python(self, busy):
+    def w2_python(self, busy, variant=None):
+        """W2 (or W3-busy) for the Python systems; `variant` "W2-noop" (a handler that does
+        nothing) or "W2-overload" (20k timers every 10 ms) instead of plain W2."""
         c = self.cfg
         reason = missing_reason("python")
-        wl = "W3-busy" if busy else "W2"
-        names = {"spot_timer": "spot-py", "asyncio.call_at": "asyncio", "threading.Timer": "threading-timer"}
+        wl = variant or ("W3-busy" if busy else "W2")
+        names = {"spot_timer": "spot-py", "asyncio.call_at": "asyncio", "uvloop.call_at": "uvloop",
+                 "threading.Timer": "threading-timer"}
         if reason:
             for s in names.values():
                 self.miss(wl, s, reason)
             return
         secs = c["w3_busy_seconds"] if busy else c["w2_seconds"]
-        sizes = [20_000] if busy else c["w2_sizes"]
+        sizes = [20_000] if busy or variant else c["w2_sizes"]
         reps = c["w3_busy_reps"] if busy else c["reps"]
-        calls = [(sizes, "spot_timer,asyncio.call_at", reps)]
-        if not busy:
+        period = OVERLOAD_PERIOD_MS if variant == "W2-overload" else PERIOD_MS
+        handler = "noop" if variant == "W2-noop" else "latency"
+        impls = "spot_timer,asyncio.call_at"
+        uv_reason = missing_reason("uvloop")
+        if uv_reason:
+            self.miss(wl, "uvloop", uv_reason)
+        else:
+            impls += ",uvloop.call_at"
+        calls = [(sizes, impls, reps)]
+        if not busy and not variant:
             # one OS thread per timer: threading.Timer runs at 1,000 timers only, and a run
             # takes about a minute there (1,000 threads fight over the GIL): once in QUICK, twice in full
             calls.append(([1_000], "threading.Timer", 1 if self.quick else 2))
         data = {"results": []}
         for i, (szs, impls, nrep) in enumerate(calls):
-            out = os.path.join(BUILD, f"python_{'busy' if busy else 'idle'}_{i}.json")
+            out = os.path.join(BUILD, f"python_{wl}_{i}.json")
             d = self.python_bench(["--sizes", ",".join(map(str, szs)), "--impls", impls, "--repeats", str(nrep),
-                                   "--seconds", str(secs)], out)
+                                   "--seconds", str(secs), "--period-ms", str(period), "--handler", handler], out)
             if d is None:
                 for imp in impls.split(","):
                     self.miss(wl, names[imp], "python_bench.py failed (see failures)")
                 continue
             data["results"] += d["results"]
-        if not busy and 20_000 in sizes:
+        if not busy and not variant and 20_000 in sizes:
             self.miss(wl, "threading-timer", "N=20,000: one OS thread per timer, not run above 2,000 timers")
         for r in data["results"]:
             s = names[r["impl"]]
-            params = dict(n=r["n"], period_ms=PERIOD_MS, seconds=secs, warmup_s=1.0)
+            params = dict(n=r["n"], period_ms=period, seconds=secs, warmup_s=1.0)
+            if variant == "W2-noop":
+                params["handler"] = "noop"
             if "skipped" in r:
                 self.miss(wl, s, f"N={r['n']:,}: {r['skipped']}")
                 continue
@@ -313,7 +329,7 @@ class Suite:
                          lat_p999_us=x.get("lat_p999_ms", float("nan")) * 1e3,
                          crossings_per_record=x["crossings_per_record"]) for x in r["runs"]]
             notes = "one owner per timer (serial gate, the default), handlers on the binding's dispatcher thread" \
-                if s == "spot-py" else None
+                if s == "spot-py" else ("the noop handler only re-arms and counts" if variant == "W2-noop" else None)
             if runs:
                 self.add(wl, s, params, runs, notes)
 
@@ -429,8 +445,9 @@ def complete_missing(doc):
                 continue
             if s == "spot-rust-handles" and wl != "W1":
                 continue
-            if wl in ("W2-spread", "W2-noop") and s in ("spot-py", "asyncio", "threading-timer", "spot-dotnet",
-                                                         "threading-timer-net", "tokio-sleep"):
+            if wl in ("W2-spread", "W2-noop") and s in ("threading-timer", "spot-dotnet", "threading-timer-net",
+                                                         "tokio-sleep") or (wl == "W2-spread" and s in ("spot-py",
+                                                                                                        "asyncio", "uvloop")):
                 reason = "this variant runs for the native harnesses only"
                 doc["missing"].append(dict(workload=wl, system=s, label=label, reason=reason))
                 continue
@@ -438,6 +455,8 @@ def complete_missing(doc):
                 reason = "the periodic workloads use tokio::time::Interval, tokio's periodic form"
             elif s == "tokio-interval" and not wl.startswith(("W2", "W3")):
                 reason = "the one-shot workloads use tokio::time::sleep"
+            elif s == "uvloop" and not wl.startswith("W2"):
+                reason = "uvloop runs in the Python W2 workloads (its timers are asyncio's API on libuv)"
             elif s == "threading-timer":
                 reason = "one OS thread per timer: run only in W2 at 1,000 timers"
             elif s in ("spot-dotnet", "threading-timer-net"):
@@ -527,6 +546,34 @@ def targets(results):
     for peer, spot, label in (("asyncio", "spot-py", "asyncio"), ("threading-timer-net", "spot-dotnet", "System.Threading.Timer")):
         at_least(f"W2: ≥ 10× {label} records per CPU-second at 20k timers", find(results, "W2", spot, n=20_000),
                  find(results, "W2", peer, n=20_000), "records_per_cpu_s", 10, "records/CPU-s")
+    # Managed hosts at native speed (Python).
+    def at_most(target, a, b, key, limit, unit, digits=0):
+        """A target "a's `key` ≤ `limit` × b's", with both figures shown."""
+        r = ratio(a and med(a, key), b and med(b, key))
+        add(target, r, r and f"{r:.2f}× ({med(a, key):,.{digits}f} vs {med(b, key):,.{digits}f} {unit})",
+            r is not None and r <= limit)
+
+    at_most("Python W2-noop: spot_timer's CPU per record ≤ 0.25× asyncio's per callback (aim 0.1×)",
+            find(results, "W2-noop", "spot-py"), find(results, "W2-noop", "asyncio"), "cpu_ns_per_record", 0.25, "ns")
+    o = find(results, "W2-overload", "spot-py")
+    share, p99 = o and med(o, "share_delivered"), o and med(o, "lat_p99_us")
+    add("Python W2-overload (20k × 10 ms): ≥ 75% of nominal ticks delivered with lateness p99 ≤ 5 ms", share,
+        share is not None and f"{share:.1%} delivered, p99 {p99 / 1000:.1f} ms",
+        share is not None and share >= 0.75 and p99 <= 5000)
+    at_least("Python W2-overload: records per CPU-second ≥ uvloop's", o, find(results, "W2-overload", "uvloop"),
+             "records_per_cpu_s", 1, "records/CPU-s")
+    at_least("Python W2-overload: records per CPU-second ≥ 3× asyncio's", o, find(results, "W2-overload", "asyncio"),
+             "records_per_cpu_s", 3, "records/CPU-s")
+    at_most("Python W1 at 1M: arm+cancel ≤ asyncio's", find(results, "W1", "spot-py", n=1_000_000),
+            find(results, "W1", "asyncio", n=1_000_000), "arm_cancel_ns", 1, "ns")
+    at_most("Python W4 at 1M: bytes per live timer ≤ asyncio's", find(results, "W4", "spot-py"),
+            find(results, "W4", "asyncio"), "bytes_per_timer", 1, "B")
+    w = find(results, "W6", "spot-py", threads=1)
+    ns = w and med(w, "ns_per_register")
+    add("Python W6: a registration ≤ 1 µs", ns, ns and f"{ns:.0f} ns", ns is not None and ns <= 1000)
+    at_least("W2: .NET ≥ 8× System.Threading.Timer records per CPU-second at 20k timers (aim 10×)",
+             find(results, "W2", "spot-dotnet", n=20_000), find(results, "W2", "threading-timer-net", n=20_000),
+             "records_per_cpu_s", 8, "records/CPU-s")
     c = find(results, "W5", "spot-c", batch=1024)
     out.append(dict(target="W5: ≤ 0.01 crossings per record, 20k timers sharing a period (C ABI, batch capacity 1024)",
                     measured=(f"{med(c, 'crossings_per_record'):.5f}" if c else "n/a"),
