@@ -11,7 +11,8 @@ Harnesses (built by mk/bench.mk before this runs):
   build/bench/gobench                         bench/go: Go time.AfterFunc
   bench/python_bench.py                       spot_timer / asyncio / uvloop / threading.Timer, W2 W3 W5
   bench/py_extra.py                           spot_timer / asyncio, W1 W4 W6
-  build/dotnet/Bench.exe (existing)           SpotTimer / System.Threading.Timer on Mono, W2 W3
+  build/dotnet/Bench.exe                      SpotTimer / System.Threading.Timer on Mono, W2 W3 (W2-overload)
+  build/dotnet/Extra.exe                      SpotTimer / System.Threading.Timer on Mono, W1 W4 W6
 
 A peer whose harness could not be built is listed under "missing" with the reason that the
 build step left in build/bench/missing/<peer>.txt.
@@ -37,6 +38,8 @@ UV = os.path.join(BUILD, "uv_bench")
 GO = os.path.join(BUILD, "gobench")
 PY = os.path.join(ROOT, "build", "venv-python", "bin", "python")
 DOTNET_EXE = os.path.join(ROOT, "build", "dotnet", "Bench.exe")
+DOTNET_EXTRA = os.path.join(ROOT, "build", "dotnet", "Extra.exe")
+MONO = ["env", f"LD_LIBRARY_PATH={os.path.join(ROOT, 'target', 'release')}", "mono", "--gc=sgen"]
 
 PERIOD_MS = 100
 
@@ -54,18 +57,20 @@ SYSTEMS = {
     "asyncio": ("asyncio call_later/call_at", "Python", "python", [PY, os.path.join(HERE, "py_extra.py"), "{w}", "asyncio"]),
     "uvloop": ("uvloop call_later/call_at", "Python", "uvloop", None),
     "threading-timer": ("threading.Timer", "Python", "python", None),
-    "spot-dotnet": ("SpotTimer (.NET on Mono)", "C#", "dotnet", None),
-    "threading-timer-net": ("System.Threading.Timer (Mono)", "C#", "dotnet", None),
+    "spot-dotnet": ("SpotTimer (.NET on Mono)", "C#", "dotnet", MONO + [DOTNET_EXTRA, "{w}", "spot"]),
+    "threading-timer-net": ("System.Threading.Timer (Mono)", "C#", "dotnet", MONO + [DOTNET_EXTRA, "{w}", "stt"]),
 }
 
 W1_SYSTEMS = ["spot-rust", "spot-rust-handles", "tokio-delayqueue", "tokio-sleep", "spot-c", "libuv", "go", "spot-py",
-              "asyncio"]
+              "asyncio", "spot-dotnet", "threading-timer-net"]
 W2_NATIVE = ["spot-rust", "tokio-interval", "tokio-delayqueue", "spot-c", "libuv", "go"]
 # Harnesses that take W2's variants (phases spread over the period; a handler that does nothing).
 W2_VARIANT_SYSTEMS = ["spot-rust", "tokio-interval", "tokio-delayqueue", "spot-c"]
 OVERLOAD_PERIOD_MS = 10
-W4_SYSTEMS = ["spot-rust", "tokio-delayqueue", "tokio-sleep", "spot-c", "libuv", "go", "spot-py", "asyncio"]
-W6_SYSTEMS = ["spot-rust", "tokio-delayqueue", "tokio-sleep", "spot-c", "libuv", "go", "spot-py"]
+W4_SYSTEMS = ["spot-rust", "tokio-delayqueue", "tokio-sleep", "spot-c", "libuv", "go", "spot-py", "asyncio",
+              "spot-dotnet", "threading-timer-net"]
+W6_SYSTEMS = ["spot-rust", "tokio-delayqueue", "tokio-sleep", "spot-c", "libuv", "go", "spot-py", "spot-dotnet",
+              "threading-timer-net"]
 
 
 def log(*a):
@@ -212,8 +217,9 @@ class Suite:
         for n in c["w1_sizes"]:
             systems = []
             for s in W1_SYSTEMS:
-                if SYSTEMS[s][1] == "Python" and n not in c["w1_py_sizes"]:
-                    self.miss("W1", s, f"N={n:,} not run in QUICK mode for Python (about 30 s per run); run `make bench`")
+                if SYSTEMS[s][1] in ("Python", "C#") and n not in c["w1_py_sizes"]:
+                    self.miss("W1", s, f"N={n:,} not run in QUICK mode for the managed hosts (about 30 s per run); "
+                                       "run `make bench`")
                 else:
                     systems.append(s)
             self.interleaved("W1", "w1", systems, [n], c["reps"], dict(n=n))
@@ -258,13 +264,14 @@ class Suite:
         self.interleaved("W2-overload", "w2", W2_NATIVE, [n, secs, OVERLOAD_PERIOD_MS], reps,
                          dict(n=n, period_ms=OVERLOAD_PERIOD_MS, seconds=secs, nominal_ticks=int(nominal)))
         self.w2_python(False, "W2-overload")
+        self.w2_dotnet(False, "W2-overload")
         for r in self.results:
             if r["workload"] == "W2-overload":
+                p = r["params"]
+                nominal = p["n"] * p["seconds"] * 1000 / p["period_ms"]
                 vals = [x / nominal for x in r["metrics"]["records"]["runs"]]
                 r["metrics"]["share_delivered"] = dict(median=statistics.median(vals), min=min(vals),
                                                        max=max(vals), runs=vals)
-        for s in ("spot-dotnet", "threading-timer-net"):
-            self.miss("W2-overload", s, "its W2 harness has no period setting yet")
 
     def python_bench(self, extra, out):
         cmd = [PY, os.path.join(HERE, "python_bench.py"), "--out", out] + extra
@@ -333,20 +340,22 @@ class Suite:
             if runs:
                 self.add(wl, s, params, runs, notes)
 
-    def w2_dotnet(self, busy):
+    def w2_dotnet(self, busy, variant=None):
         c = self.cfg
-        wl = "W3-busy" if busy else "W2"
+        wl = variant or ("W3-busy" if busy else "W2")
+        period = OVERLOAD_PERIOD_MS if variant == "W2-overload" else PERIOD_MS
         reason = missing_reason("dotnet")
         if reason:
             self.miss(wl, "spot-dotnet", reason)
             self.miss(wl, "threading-timer-net", reason)
             return
-        out = os.path.join(BUILD, f"dotnet_{'busy' if busy else 'idle'}.json")
+        out = os.path.join(BUILD, f"dotnet_{wl}.json")
         reps = c["w3_busy_reps"] if busy else c["reps"]
         env = dict(os.environ)
         env["LD_LIBRARY_PATH"] = os.path.join(ROOT, "target", "release") + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
         env["SPOT_REPO_ROOT"] = ROOT
-        cmd = ["mono", "--gc=sgen", DOTNET_EXE, "--seconds", str(c["dotnet_seconds"]), "--runs", str(reps), "--out", out]
+        cmd = ["mono", "--gc=sgen", DOTNET_EXE, "--seconds", str(c["dotnet_seconds"]), "--runs", str(reps),
+               "--period-ms", str(period), "--out", out]
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env)
         if p.returncode != 0 or not os.path.exists(out):
             self.failures.append(dict(system="dotnet", workload=wl, error=(p.stdout + p.stderr)[-600:]))
@@ -367,7 +376,8 @@ class Suite:
             runs = []
             for i in range(nr):
                 rps = col("records_per_cpu_s")[i]
-                runs.append(dict(records_per_cpu_s=rps, cpu_ns_per_record=1e9 / rps if rps else None,
+                runs.append(dict(records=col("records")[i], records_per_cpu_s=rps,
+                                 cpu_ns_per_record=1e9 / rps if rps else None,
                                  cpu_s=col("cpu_s")[i],
                                  lat_p50_us=(col("lateness_p50_ms")[i] or 0) * 1e3,
                                  lat_p99_us=(col("lateness_p99_ms")[i] or 0) * 1e3,
@@ -375,7 +385,7 @@ class Suite:
                                  crossings_per_record=col("native_crossings_per_record")[i]))
             notes = ("one owner per timer (serial gate), batches through spot_exchange to one managed "
                      "dispatcher thread") if s == "spot-dotnet" else "one System.Threading.Timer per timer (thread-pool callbacks)"
-            self.add(wl, s, dict(n=20_000, period_ms=PERIOD_MS, seconds=c["dotnet_seconds"], warmup_s=1.5), runs, notes)
+            self.add(wl, s, dict(n=20_000, period_ms=period, seconds=c["dotnet_seconds"], warmup_s=1.5), runs, notes)
 
     def w3_busy(self):
         """W3 on a busy host: one spinning process per core runs beside each measurement."""
@@ -394,8 +404,6 @@ class Suite:
         c = self.cfg
         self.interleaved("W4", "w4", W4_SYSTEMS, [c["w4_n"]], c["w4_reps"], dict(n=c["w4_n"]), timeout=600)
         self.miss("W4", "threading-timer", "one OS thread per timer: 1M threads cannot be created")
-        self.miss("W4", "spot-dotnet", "no .NET harness for W4 yet")
-        self.miss("W4", "threading-timer-net", "no .NET harness for W4 yet")
 
     def w5(self):
         c = self.cfg
@@ -428,7 +436,6 @@ class Suite:
         for t in (1, 2):
             self.interleaved("W6", "w6", W6_SYSTEMS, [c["w6_n"], t], c["reps"], dict(n=c["w6_n"], threads=t))
         self.miss("W6", "asyncio", "an asyncio event loop is not thread-safe (call_soon_threadsafe hands work to the loop thread)")
-        self.miss("W6", "spot-dotnet", "no .NET harness for W6 yet")
 
 
 # ---------------------------------------------------------------- reporting
@@ -460,7 +467,7 @@ def complete_missing(doc):
             elif s == "threading-timer":
                 reason = "one OS thread per timer: run only in W2 at 1,000 timers"
             elif s in ("spot-dotnet", "threading-timer-net"):
-                reason = "no .NET harness for this workload yet (bindings/dotnet/bench/Bench.cs covers W2/W3)"
+                reason = "no .NET harness for this workload yet"
             else:
                 reason = "not measured in this run"
             doc["missing"].append(dict(workload=wl, system=s, label=label, reason=reason))

@@ -106,6 +106,13 @@ pub type spot_finalizer_fn = Option<unsafe extern "C" fn(env: *mut c_void)>;
 /// freeing the runtime. Return 0 on success; non-zero for failure, after
 /// writing a NUL-terminated message into `msg` (capacity `msg_len`, 256). A failure
 /// becomes the generation's terminal result (`SPOT_E_CLEANUP_FAILED` for every canceller).
+///
+/// Outside `spot_runtime_free` a generation never ends while the host holds one of its
+/// records, so the hook never runs for user data a record in hand names. Freeing the
+/// runtime ends every generation, including those whose records the host still holds (a
+/// batch in progress on another thread, or records received and not yet completed): a
+/// host that frees user data here must not read it through such a record afterwards
+/// (defer the free until that batch is done).
 pub type spot_release_fn =
     Option<unsafe extern "C" fn(user_data: *mut c_void, msg: *mut c_char, msg_len: usize) -> i32>;
 

@@ -1,4 +1,5 @@
-// make bench-dotnet: 20,000 periodic timers delivered into C# handlers for a fixed time,
+// make bench-dotnet: 20,000 periodic timers (period 100 ms, or --period-ms) delivered into C#
+// handlers for a fixed time,
 // spot-timer (one native scheduler thread, batches through spot_exchange to one managed
 // dispatcher thread) against 20,000 System.Threading.Timer doing the same work (count the
 // tick, record its lateness). Each run of each side is a separate child process (clean RSS);
@@ -20,7 +21,7 @@ using SpotTimer;
 static class Bench
 {
     const int Timers = 20000;
-    static readonly TimeSpan Period = TimeSpan.FromMilliseconds(100);
+    static TimeSpan Period = TimeSpan.FromMilliseconds(100);
 
     static long RssKb()
     {
@@ -38,6 +39,7 @@ static class Bench
             else if (args[i] == "--runs") runs = int.Parse(args[++i]);
             else if (args[i] == "--out") outPath = args[++i];
             else if (args[i] == "--child") child = args[++i];
+            else if (args[i] == "--period-ms") Period = TimeSpan.FromMilliseconds(double.Parse(args[++i], CultureInfo.InvariantCulture));
         }
         if (child != null) return Child(child, seconds);
         return Parent(seconds, runs, outPath);
@@ -196,7 +198,7 @@ static class Bench
         {
             foreach (var mode in results.Keys.ToList())
             {
-                var psi = new ProcessStartInfo("mono", string.Format(CultureInfo.InvariantCulture, "--gc=sgen \"{0}\" --child {1} --seconds {2}", exe, mode, seconds))
+                var psi = new ProcessStartInfo("mono", string.Format(CultureInfo.InvariantCulture, "--gc=sgen \"{0}\" --child {1} --seconds {2} --period-ms {3}", exe, mode, seconds, Period.TotalMilliseconds))
                 { UseShellExecute = false, RedirectStandardOutput = true, RedirectStandardError = true };
                 using (var p = Process.Start(psi))
                 {
@@ -211,10 +213,11 @@ static class Bench
                 }
             }
         }
-        var keys = new[] { "records_per_cpu_s", "records_per_s", "cpu_s", "transitions_per_record", "native_crossings_per_record",
+        var keys = new[] { "records", "records_per_cpu_s", "records_per_s", "cpu_s", "transitions_per_record", "native_crossings_per_record",
                            "lateness_p50_ms", "lateness_p99_ms", "lateness_p999_ms", "rss_kib", "rss_before_kib", "cpu_s_native_scheduler", "cpu_s_dispatcher" };
         var json = new StringBuilder();
-        json.Append("{\n  \"benchmark\": \"20000 periodic timers (period 100 ms, shared phase) into C# handlers\",\n");
+        json.AppendFormat(CultureInfo.InvariantCulture, "{{\n  \"benchmark\": \"20000 periodic timers (period {0} ms, shared phase) into C# handlers\",\n", Period.TotalMilliseconds);
+        json.AppendFormat(CultureInfo.InvariantCulture, "  \"period_ms\": {0},\n", Period.TotalMilliseconds);
         json.AppendFormat(CultureInfo.InvariantCulture, "  \"seconds_per_run\": {0},\n  \"runs\": {1},\n", seconds, runs);
         json.AppendFormat("  \"runtime\": \"{0}\",\n", (Type.GetType("Mono.Runtime") != null ? "mono " : ".NET ") + Environment.Version);
         json.AppendFormat("  \"processors\": {0},\n", Environment.ProcessorCount);

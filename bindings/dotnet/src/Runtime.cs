@@ -83,6 +83,7 @@ namespace SpotTimer
             if (options.Delivery != DeliveryMode.Exchange && options.Delivery != DeliveryMode.Callback)
                 throw new ArgumentOutOfRangeException("options", "unknown delivery mode");
             Core = new RuntimeCore(options);
+            Core.RuntimeRef = new WeakReference<Runtime>(this);
             ulong id = Core.Create();
             _handle = new RuntimeSafeHandle(id, Core);
         }
@@ -128,6 +129,24 @@ namespace SpotTimer
             try { return f(_handle.Id); }
             finally { if (added) _handle.DangerousRelease(); }
         }
+
+        /// <summary><see cref="Call"/> without a delegate (the registration path): the raw id with
+        /// the handle ref-counted; pair with <see cref="ExitCall"/> when <paramref name="added"/>.</summary>
+        internal ulong EnterCall(ref bool added)
+        {
+            ThrowIfDisposed();
+            try
+            {
+                _handle.DangerousAddRef(ref added);
+            }
+            catch (ObjectDisposedException)
+            {
+                throw new ObjectDisposedException("SpotTimer.Runtime");
+            }
+            return _handle.Id;
+        }
+
+        internal void ExitCall() { _handle.DangerousRelease(); }
 
         internal void Check(int status)
         {
@@ -362,8 +381,10 @@ namespace SpotTimer
     }
 
     /// <summary>One timer generation. Cancel it blocking (<see cref="Cancel"/>) or not
-    /// (<see cref="CancelAsync"/>); every caller sees the same terminal result.</summary>
-    public sealed class Timer : IDisposable
+    /// (<see cref="CancelAsync"/>); every caller sees the same terminal result. Two Timer objects
+    /// of the same generation (the registering one and a tick's <see cref="Tick.Timer"/>) are
+    /// equal (==, Equals).</summary>
+    public sealed class Timer : IDisposable, IEquatable<Timer>
     {
         internal readonly Runtime Rt;
         internal readonly TimerState State;
@@ -436,5 +457,22 @@ namespace SpotTimer
         {
             return string.Format("Timer(owner={0}, key={1}, generation={2})", OwnerId, Key, Id.generation);
         }
+
+        /// <summary>Same generation of the same runtime.</summary>
+        public bool Equals(Timer other)
+        {
+            return !ReferenceEquals(other, null) && ReferenceEquals(State, other.State);
+        }
+
+        public override bool Equals(object obj) { return Equals(obj as Timer); }
+
+        public override int GetHashCode() { return Id.generation.GetHashCode(); }
+
+        public static bool operator ==(Timer a, Timer b)
+        {
+            return ReferenceEquals(a, null) ? ReferenceEquals(b, null) : a.Equals(b);
+        }
+
+        public static bool operator !=(Timer a, Timer b) { return !(a == b); }
     }
 }

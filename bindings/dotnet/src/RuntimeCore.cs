@@ -7,8 +7,11 @@ using SpotTimer.Interop;
 
 namespace SpotTimer
 {
-    /// <summary>Managed state of one registration: its handler and cleanup. Reached from records
-    /// through user_data (an id into <see cref="RuntimeCore.States"/>); removed by the release hook.</summary>
+    /// <summary>Managed state of one registration: its handler and cleanup. A record's user_data is
+    /// a <see cref="GCHandle"/> of it (no lookup per record), freed by the release hook. The
+    /// library runs that hook while a record of the generation is with the host only when the
+    /// runtime closes; the hook then leaves the handle to <see cref="RuntimeCore.FreeReleased"/>,
+    /// which runs once no batch is in progress, so a record in hand always names a live handle.</summary>
     internal sealed class TimerState // referenced by Tick (lazy Timer)
     {
         public RuntimeCore Core;
@@ -17,25 +20,20 @@ namespace SpotTimer
         public Action OnRelease;
         public volatile string CleanupError;
         public volatile bool Ended;
-        // Weak: the process-wide States table must not keep a Runtime (and its SafeHandle) alive.
-        public WeakReference<Timer> TimerRef;
-        public WeakReference<Runtime> RuntimeRef;
         public spot_timer Handle;
 
-        /// <summary>The Timer object for a tick: the registering one if still referenced, else a new wrapper.</summary>
+        /// <summary>A Timer for a tick: equal (==, Equals) to the one that registered this
+        /// generation. The state keeps no reference to that Timer or to the Runtime (the handle
+        /// that roots this state must not keep an abandoned Runtime alive): the Runtime comes
+        /// from the core's one weak reference.</summary>
         public Timer GetTimer()
         {
-            Timer t;
-            var tr = TimerRef;
-            if (tr != null && tr.TryGetTarget(out t)) return t;
             Runtime rt;
-            if (tr == null || RuntimeRef == null || !RuntimeRef.TryGetTarget(out rt)) return null;
-            t = new Timer(rt, this, OwnerId, Key);
+            if (Core.RuntimeRef == null || !Core.RuntimeRef.TryGetTarget(out rt)) return null;
+            var t = new Timer(rt, this, OwnerId, Key);
             t.Id = Handle;
-            TimerRef = new WeakReference<Timer>(t);
             return t;
         }
-        public long Id;
         public ulong OwnerId, Key;
         public Task<CancelResult> CancelTask;
     }
@@ -44,9 +42,7 @@ namespace SpotTimer
     /// SafeHandle), so an abandoned <see cref="Runtime"/> can still be finalized.</summary>
     internal sealed unsafe class RuntimeCore
     {
-        // ---- process-wide: user data and the static (never collected) native callbacks ----
-        internal static readonly ConcurrentDictionary<long, TimerState> States = new ConcurrentDictionary<long, TimerState>();
-        static long s_nextStateId;
+        // ---- process-wide: the static (never collected) native callbacks ----
         static long s_nextTag;
         static readonly spot_release_fn s_release = ReleaseThunk;
         static readonly spot_batch_fn s_batch = BatchThunk;
@@ -89,7 +85,11 @@ namespace SpotTimer
         readonly object _idleLock = new object();
         internal readonly object DeliveryLock = new object();
         Action _deferredDispose;
+        /// <summary>The Runtime, weakly: what a tick's Timer refers to (one per runtime, not per timer).</summary>
+        internal WeakReference<Runtime> RuntimeRef;
         readonly ConcurrentDictionary<ulong, KeyValuePair> _cancelWaiters = new ConcurrentDictionary<ulong, KeyValuePair>();
+        // Handles of states released while the runtime closes (a batch may still name them).
+        readonly ConcurrentQueue<IntPtr> _releasedWhileClosing = new ConcurrentQueue<IntPtr>();
         Thread _dispatcher;
         readonly object _startLock = new object();
         GCHandle _selfHandle;
@@ -174,6 +174,7 @@ namespace SpotTimer
                 KeyValuePair w;
                 if (_cancelWaiters.TryRemove(kv.Key, out w)) ResolveFromState(w);
             }
+            if (joined && t_dispatching != this) FreeReleased();
             if (joined && d != Thread.CurrentThread && !Monitor.IsEntered(DeliveryLock))
             {
                 lock (DeliveryLock) FreeBuffers();
@@ -215,10 +216,11 @@ namespace SpotTimer
             var st = new TimerState
             {
                 Core = this, Sync = sync, Async = async, OnRelease = options.OnRelease,
-                Id = Interlocked.Increment(ref s_nextStateId), OwnerId = owner.Id, Key = key,
+                OwnerId = owner.Id, Key = key,
             };
             var timer = new Timer(rt, st, owner.Id, key);
-            States[st.Id] = st;
+            var self = GCHandle.Alloc(st, GCHandleType.Normal);
+            IntPtr userData = GCHandle.ToIntPtr(self);
             var spec = new spot_timer_spec();
             spec.struct_size = (uint)sizeof(spot_timer_spec);
             spec.policy = (uint)options.Policy;
@@ -227,32 +229,28 @@ namespace SpotTimer
             spec.max_catch_up_ticks = maxCatchUp;
             spot_timer id = new spot_timer();
             int s;
+            bool added = false;
             try
             {
-                s = rt.Call(raw =>
-                {
-                    spot_timer_spec sp = spec;
-                    spot_timer t;
-                    int r = Native.spot_timer_register(raw, owner.Id, owner.Epoch, key, &sp, (IntPtr)st.Id, s_releasePtr, &t);
-                    id = t;
-                    return r;
-                });
+                ulong raw = rt.EnterCall(ref added);
+                s = Native.spot_timer_register(raw, owner.Id, owner.Epoch, key, &spec, userData, s_releasePtr, &id);
             }
             catch
             {
-                States.TryRemove(st.Id, out st);
+                self.Free(); // not registered: the release hook never runs for it
                 throw;
+            }
+            finally
+            {
+                if (added) rt.ExitCall();
             }
             if (s != 0)
             {
-                TimerState ignored;
-                States.TryRemove(st.Id, out ignored);
+                self.Free();
                 owner.CheckAuthority(s);
             }
             timer.Id = id;
             st.Handle = id;
-            st.RuntimeRef = new WeakReference<Runtime>(rt);
-            st.TimerRef = new WeakReference<Timer>(timer);
             EnsureDispatcher();
             return timer;
         }
@@ -277,8 +275,14 @@ namespace SpotTimer
         {
             try
             {
-                TimerState st;
-                if (!States.TryRemove((long)userData, out st)) return 0;
+                if (userData == IntPtr.Zero) return 0;
+                var self = GCHandle.FromIntPtr(userData);
+                var st = self.Target as TimerState;
+                // Once per generation. Outside a close no record of it is with the host any more;
+                // during a close the batch in progress may still name it.
+                if (st != null && st.Core.Disposed) st.Core._releasedWhileClosing.Enqueue(userData);
+                else self.Free();
+                if (st == null) return 0;
                 st.Ended = true;
                 Action onRelease = st.OnRelease;
                 st.Sync = null; st.Async = null; st.OnRelease = null;
@@ -322,6 +326,7 @@ namespace SpotTimer
                 int count = (int)(ulong)n;
                 int nc = 0;
                 core.ProcessBatch(records, count, completions, ref nc, count);
+                if (t_dispatching == null) core.FreeReleased();
                 // Room left: hand back async completions that are already waiting.
                 spot_completion c;
                 while (nc < count && core._pending.TryDequeue(out c)) completions[nc++] = c;
@@ -339,9 +344,19 @@ namespace SpotTimer
             try
             {
                 var h = GCHandle.FromIntPtr(env);
+                var core = h.Target as RuntimeCore;
+                if (core != null) core.FreeReleased(); // the runtime is gone: no batch can follow
                 if (h.IsAllocated) h.Free();
             }
             catch (Exception) { }
+        }
+
+        /// <summary>Frees the handles of states released during a close; called where no batch is in
+        /// progress on this runtime (the end of a top-level batch, the end of a dispose).</summary>
+        internal void FreeReleased()
+        {
+            IntPtr p;
+            while (_releasedWhileClosing.TryDequeue(out p)) GCHandle.FromIntPtr(p).Free();
         }
 
         // ------------------------------------------------------------------ exchange delivery
@@ -377,6 +392,7 @@ namespace SpotTimer
                     {
                         if (Disposed) break;
                         ProcessBatch(_recs, count, _comps, ref ncOut, _compCap);
+                        FreeReleased();
                     }
                     _compCount = ncOut;
                     if (RunDeferredDispose()) break;
@@ -433,6 +449,7 @@ namespace SpotTimer
                         if (count == 0 && nc == 0) break;
                         int ncOut = 0;
                         ProcessBatch(_recs, count, _comps, ref ncOut, _compCap);
+                        FreeReleased();
                         _compCount = ncOut;
                         if (Disposed) break;
                         if (count == 0 && ncOut == 0 && _pending.IsEmpty) break;
@@ -496,9 +513,10 @@ namespace SpotTimer
                     if (_handled[i]) { _handled[i] = false; continue; }
                     if (nc >= compCap) { FlushBuffer(comps, ref nc); }
                     ulong token = r->token;
-                    TimerState st;
-                    if (!States.TryGetValue((long)r->user_data, out st) || st.Core != this
-                        || (st.Sync != null && !TryStart(r)))
+                    // A record in hand names a live handle (see TimerState).
+                    var st = r->user_data == IntPtr.Zero ? null
+                        : GCHandle.FromIntPtr(r->user_data).Target as TimerState;
+                    if (st == null || st.Core != this || (st.Sync != null && !TryStart(r)))
                     {
                         comps[nc].token = token; comps[nc].outcome = C.OUTCOME_NOT_STARTED; comps[nc].reserved = 0; nc++;
                         continue;

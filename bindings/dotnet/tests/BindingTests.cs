@@ -175,7 +175,9 @@ namespace SpotTimer.Tests
                 Assert.AreEqual(1, got[0].DeliveryIndex);
                 Assert.AreEqual(1, got[0].ScheduledIndex);
                 Assert.AreEqual(0, got[0].SkippedTicks);
-                Assert.AreSame(timer, got[0].Timer);
+                Assert.IsTrue(timer == got[0].Timer && timer.Equals(got[0].Timer), "the tick's Timer equals the registering one");
+                Assert.AreEqual(timer.GetHashCode(), got[0].Timer.GetHashCode());
+                Assert.IsFalse(timer == rt.After(TimeSpan.FromMilliseconds(30), t => { }));
                 Assert.AreEqual(EndReason.Completed, timer.Cancel(TimeSpan.FromSeconds(5)).Reason);
             }
         }
@@ -200,7 +202,7 @@ namespace SpotTimer.Tests
                 var first = failures.First();
                 Assert.IsInstanceOf<InvalidOperationException>(first.Exception);
                 Assert.AreEqual("bad 1", first.Exception.Message);
-                Assert.AreSame(bad, first.Timer);
+                Assert.AreEqual(bad, first.Timer);
                 var st = bad.GetStats();
                 Assert.AreEqual(3, st.Delivered);
                 Assert.AreEqual(3, st.Failed);
