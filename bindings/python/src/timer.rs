@@ -86,6 +86,21 @@ impl NativeTimer {
         Ok(())
     }
 
+    /// The cancel on the event-loop thread of an asyncio-mode runtime: requests the end,
+    /// completes this thread's records that went stale, and reports the result if that
+    /// ended the generation; never waits.
+    fn cancel_on_loop(&self, py: Python<'_>) -> PyResult<Option<EndResult>> {
+        let inner = &*self.inner;
+        match inner.rt.cancel_timer(self.id(), Some(Duration::ZERO)) {
+            Err(Error::Timeout) | Err(Error::WouldDeadlock) => {}
+            other => return Ok(Some(other)),
+        }
+        if let Err(e) = inner.help(py) {
+            return Ok(Some(Err(e)));
+        }
+        Ok(inner.rt.timer_result(self.id()))
+    }
+
     fn blocking_cancel(&self, py: Python<'_>, timeout_ns: Option<u64>) -> PyResult<EndResult> {
         let inner = &*self.inner;
         let deadline = timeout_ns.map(|t| Instant::now() + Duration::from_nanos(t));
@@ -190,9 +205,21 @@ impl NativeTimer {
     /// A timer that is not running ends here, on the calling thread. Raises
     /// `WouldDeadlockError` from inside the timer's own handler (the cancel still takes
     /// effect), `CancelTimeoutError` on timeout.
+    ///
+    /// In asyncio mode on the event-loop thread it never waits (a wait there would stop the
+    /// very loop that runs the handler): the terminal result when the timer ended at once,
+    /// else None (its handler is running; the cancel has taken effect).
     #[pyo3(signature = (timeout=None))]
     fn cancel(&self, py: Python<'_>, timeout: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
         let timeout_ns = opt_nanos(py, timeout, "timeout")?;
+        if self.inner.mode.load(Ordering::Relaxed) == MODE_ASYNCIO && self.inner.may_help(py) {
+            let r = self.cancel_on_loop(py);
+            self.kick_loop(py)?;
+            return match r? {
+                Some(r) => self.end_reason(py, r),
+                None => Ok(py.None()),
+            };
+        }
         let r = self.blocking_cancel(py, timeout_ns);
         self.kick_loop(py)?;
         self.end_reason(py, r?)

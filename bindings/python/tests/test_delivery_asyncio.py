@@ -82,25 +82,46 @@ def test_asyncio_cancel_async_waits_for_running_coroutine():
     asyncio.run(main())
 
 
-def test_asyncio_blocking_cancel_of_running_coroutine_raises_would_deadlock():
+def test_asyncio_cancel_on_the_loop_never_waits_nor_raises():
+    """Like asyncio.TimerHandle.cancel(): cancel() on the loop takes effect at once and never
+    blocks the loop, whether or not the handler happens to be running; it returns the
+    terminal result when the timer ended at once, else None."""
+
     async def main():
         rt = st.Runtime(dispatch="asyncio")
         try:
-            started = asyncio.Event()
+            owner = rt.owner(1)
+            # not running: ends at once
+            idle = owner.every(10.0, lambda t: None)
+            assert idle.cancel() is st.EndReason.CANCELLED
+
+            # a coroutine handler in flight: None, no new tick starts, the coroutine finishes
+            started, finished = asyncio.Event(), []
 
             async def handler(tick):
                 started.set()
                 await asyncio.sleep(0.05)
+                finished.append(tick.delivery_index)
 
-            timer = rt.owner(1).every(5 * MS, handler)
+            timer = owner.every(5 * MS, handler)
             await asyncio.wait_for(started.wait(), 5)
-            try:
-                timer.cancel(timeout=5)
-            except st.WouldDeadlockError:
-                pass
-            else:
-                raise AssertionError("expected WouldDeadlockError")
+            t0 = time.monotonic()
+            assert timer.cancel(timeout=5) is None
+            assert time.monotonic() - t0 < 0.02  # did not wait for the coroutine
+            assert not timer.is_live
             assert await asyncio.wait_for(timer.cancel_async(), 5) is st.EndReason.CANCELLED
+            assert finished == [1]
+
+            # a plain handler cancelling its own timer: None (the result follows its return)
+            results = []
+
+            def own(tick):
+                results.append(me.cancel())
+
+            me = owner.every(5 * MS, own)
+            await asyncio.sleep(0.1)
+            assert results == [None]
+            assert me.result() is st.EndReason.CANCELLED
         finally:
             rt.close()
 

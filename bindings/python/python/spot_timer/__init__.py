@@ -426,8 +426,9 @@ class Runtime:
             self._key_ids.pop(owner_id, None)
             self._key_names.pop(owner_id, None)
 
-    def cancel(self, timer: "Timer", timeout: Optional[Duration] = None) -> EndReason:
-        """Cancels ``timer`` (which must belong to this runtime) and waits for its result."""
+    def cancel(self, timer: "Timer", timeout: Optional[Duration] = None) -> Optional[EndReason]:
+        """Cancels ``timer`` (which must belong to this runtime) and waits for its result
+        (``Timer.cancel``: in asyncio mode on the loop thread it never waits)."""
         if not isinstance(timer, Timer):
             raise ArgumentTypeError(f"expected a Timer, not {type(timer).__name__}")
         if timer.runtime is not self or not self._native.owns(timer):
