@@ -14,7 +14,7 @@ use pyo3::types::{PyList, PyTuple};
 use spot_timer_core::{Error, Outcome, Record};
 
 use crate::errors::{end_result_tuple, py_error, to_py};
-use crate::runtime::{Inner, MODE_ASYNCIO};
+use crate::runtime::{Inner, MODE_ASYNCIO, MODE_MANUAL};
 
 /// Longest uninterrupted detached wait before signals are checked again.
 pub const SLICE: Duration = Duration::from_millis(5);
@@ -87,10 +87,14 @@ pub fn pump<'py>(
     window_ns: u64,
 ) -> PyResult<PumpResult<'py>> {
     inner.purge(py);
-    let allow_coroutines = inner.mode.load(Ordering::Relaxed) == MODE_ASYNCIO;
+    let mode = inner.mode.load(Ordering::Relaxed);
+    let allow_coroutines = mode == MODE_ASYNCIO;
     let me = std::thread::current().id();
     let (mut completions, have_backlog, mut out) = inner.state.with(py, |st| {
-        st.delivery_thread = Some(me);
+        // (Manual mode lets every thread help; the list stays the workers or the loop.)
+        if mode != MODE_MANUAL && !st.delivery_threads.contains(&me) {
+            st.delivery_threads.push(me);
+        }
         let spare = std::mem::take(&mut st.spare_completions);
         (
             std::mem::replace(&mut st.completions, spare),

@@ -38,8 +38,8 @@ pub struct DispatchState {
     /// Records received but not yet started (the rest of the current batch, and records a
     /// blocking cancel pulled in early).
     pub backlog: VecDeque<Record<u64>>,
-    /// The thread that last delivered records (dispatcher or event-loop thread).
-    pub delivery_thread: Option<ThreadId>,
+    /// The threads that deliver records (dispatcher workers or the event-loop thread).
+    pub delivery_threads: Vec<ThreadId>,
     /// The exchange's record buffer, kept between calls: a batch of 20,000 records is
     /// megabytes, and freeing it on every call raises glibc's mmap threshold, after which
     /// the next copies stay resident in the heap (RSS growing round after round).
@@ -93,7 +93,7 @@ impl Inner {
             return true;
         }
         let me = std::thread::current().id();
-        self.state.with(py, |st| st.delivery_thread == Some(me))
+        self.state.with(py, |st| st.delivery_threads.contains(&me))
     }
 
     /// Records a completion for the next exchange.

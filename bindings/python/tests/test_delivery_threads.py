@@ -2,6 +2,8 @@
 import threading
 import time
 
+import pytest
+
 import spot_timer as st
 from conftest import MS
 
@@ -72,3 +74,60 @@ def test_threads_close_resolves_pending_futures_and_ends_timers():
     rt.close()
     assert timer.result() is st.EndReason.RUNTIME_CLOSED
     assert timer.cancel() is st.EndReason.RUNTIME_CLOSED
+
+
+def test_workers_a_blocking_handler_holds_up_only_its_own_worker():
+    """workers=N: one handler sleeping 1 s does not stop the other timers; an owner with a
+    serial gate still runs one callback at a time (T9)."""
+    import threading
+
+    rt = st.Runtime(workers=4)
+    try:
+        counts = [0] * 9
+        lock = threading.Lock()
+        slow_started = threading.Event()
+
+        def slow(tick):
+            slow_started.set()
+            time.sleep(1.0)
+
+        def make(i):
+            def h(tick):
+                with lock:
+                    counts[i] += 1
+            return h
+
+        rt.owner(100).every(10 * MS, slow)
+        for i in range(9):
+            rt.owner(i).every(10 * MS, make(i))
+        # two timers of one serial owner never overlap, also across workers
+        serial_running, serial_overlap = [0], [0]
+
+        def serial(tick):
+            with lock:
+                serial_running[0] += 1
+                serial_overlap[0] = max(serial_overlap[0], serial_running[0])
+            time.sleep(0.003)
+            with lock:
+                serial_running[0] -= 1
+
+        so = rt.owner(200)
+        so.every(2 * MS, serial, key=1)
+        so.every(2 * MS, serial, key=2)
+        assert slow_started.wait(5)
+        time.sleep(0.5)  # the slow handler is still running
+        with lock:
+            snapshot = list(counts)
+        assert all(c >= 10 for c in snapshot), snapshot
+        assert serial_overlap[0] == 1
+    finally:
+        rt.close()
+
+
+def test_workers_argument_is_checked():
+    with pytest.raises(st.InvalidArgumentError):
+        st.Runtime(workers=0)
+    with pytest.raises(st.ArgumentTypeError):
+        st.Runtime(workers=2.0)
+    with pytest.raises(st.DispatchModeError):
+        st.Runtime(st.ManualClock(), dispatch="manual", workers=2)

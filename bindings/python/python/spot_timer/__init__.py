@@ -11,7 +11,9 @@ Delivery modes (``Runtime(dispatch=...)``):
 
 * ``"thread"`` (default): one daemon dispatcher thread keeps one Python thread state and
   enters Python once per batch of ready records, calls the handlers and hands the
-  completions back with its next wait for records.
+  completions back with its next wait for records. ``workers=N`` starts N such threads
+  sharing the runtime's records: a handler that blocks (I/O, sleep) holds up only its own
+  worker, and an owner with a serial gate still runs one callback at a time.
 * ``"asyncio"``: the runtime's wakeup fd is registered with ``loop.add_reader``; handlers
   may be plain functions or coroutine functions (a coroutine's tick completes when it
   finishes).
@@ -29,9 +31,10 @@ import enum
 import logging
 import math
 import threading
+import time
 import weakref
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Hashable, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Hashable, List, Optional, Tuple, Union
 
 from . import _native
 from ._errors import (
@@ -275,6 +278,7 @@ class Runtime:
         loop: Optional[asyncio.AbstractEventLoop] = None,
         max_batch: int = _MAX_RECORDS_PER_BATCH,
         batch_window: Duration = 0,
+        workers: int = 1,
     ) -> None:
         if clock is not None and not isinstance(clock, ManualClock):
             raise ArgumentTypeError(
@@ -288,6 +292,12 @@ class Runtime:
             raise ArgumentTypeError("max_batch must be an int")
         if not 1 <= max_batch <= 1 << 20:
             raise InvalidArgumentError(f"max_batch must be in 1..={1 << 20}, got {max_batch}")
+        if isinstance(workers, bool) or not isinstance(workers, int):
+            raise ArgumentTypeError("workers must be an int")
+        if not 1 <= workers <= 64:
+            raise InvalidArgumentError(f"workers must be in 1..=64, got {workers}")
+        if workers != 1 and dispatch != "thread":
+            raise DispatchModeError(f"workers={workers} is for dispatch='thread', not {dispatch!r}")
         if exception_handler is not None:
             _check_callable(exception_handler, "exception_handler")
         window_ns = _nanos(batch_window, "batch_window")
@@ -309,7 +319,7 @@ class Runtime:
         # Key id -> key, for keys a Timer does not keep itself (objects that could refer
         # back to the timer: kept here, where the garbage collector sees them).
         self._key_names: Dict[int, Dict[int, Hashable]] = {}
-        self._thread: Optional[threading.Thread] = None
+        self._threads: List[threading.Thread] = []
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._fd = -1
         self._pump_scheduled = False
@@ -317,13 +327,18 @@ class Runtime:
             clock._runtimes.add(self)
         if dispatch == "thread":
             self._native.set_mode(_native.MODE_THREAD)
-            self._thread = threading.Thread(
-                target=_dispatcher_main,
-                args=(self._native.dispatcher(), weakref.ref(self), max_batch, window_ns),
-                name="spot-timer-dispatch",
-                daemon=True,
-            )
-            self._thread.start()
+            # Each worker pumps the same runtime: they share one backlog, so a handler that
+            # blocks holds up only its own worker (an owner with a serial gate still runs one
+            # callback at a time: the runtime hands out one of its records at a time).
+            for i in range(workers):
+                t = threading.Thread(
+                    target=_dispatcher_main,
+                    args=(self._native.dispatcher(), weakref.ref(self), max_batch, window_ns),
+                    name="spot-timer-dispatch" if workers == 1 else f"spot-timer-dispatch-{i}",
+                    daemon=True,
+                )
+                self._threads.append(t)
+                t.start()
         elif dispatch == "asyncio":
             if loop is None:
                 try:
@@ -624,9 +639,10 @@ class Runtime:
                     _resolve(fut, loop, True, code)
             except SpotTimerError as e:
                 _resolve(fut, loop, False, e)
-        t = self._thread
-        if t is not None and t is not threading.current_thread() and t.is_alive():
-            t.join(None if timeout is None else _nanos(timeout, "timeout") / 1e9)
+        deadline = None if timeout is None else time.monotonic() + _nanos(timeout, "timeout") / 1e9
+        for t in self._threads:
+            if t is not threading.current_thread() and t.is_alive():
+                t.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
         _live_runtimes.discard(self)
 
     def __repr__(self) -> str:
