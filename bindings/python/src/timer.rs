@@ -24,8 +24,8 @@ use crate::runtime::{Inner, MODE_ASYNCIO};
 // the runtime's key map, which the collector sees.
 pub struct NativeTimer {
     pub inner: Arc<Inner>,
-    // The generation's `TimerId`, flattened so `key_mapped` fits in its padding (a live
-    // timer's Python object is 72 bytes).
+    // The generation's `TimerId`, flattened so `key_mapped` fits in its padding (a million
+    // live timers are a million of these objects).
     pub slot: u32,
     pub generation: u64,
     pub key: u64,
