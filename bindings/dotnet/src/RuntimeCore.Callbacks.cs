@@ -1,0 +1,103 @@
+using System;
+using System.Collections.Concurrent;
+using System.Runtime.InteropServices;
+using System.Threading;
+using System.Threading.Tasks;
+using SpotTimer.Interop;
+
+namespace SpotTimer
+{
+    // The native callbacks: the release hook of every timer and callback-mode delivery.
+    internal sealed unsafe partial class RuntimeCore
+    {
+        // ------------------------------------------------------------------ release hook
+
+        static int ReleaseThunk(IntPtr userData, IntPtr msg, UIntPtr msgLen)
+        {
+            try
+            {
+                if (userData == IntPtr.Zero) return 0;
+                var self = GCHandle.FromIntPtr(userData);
+                var st = self.Target as TimerState;
+                // Once per generation. Outside a close no record of it is with the host any more;
+                // during a close the batch in progress may still name it.
+                if (st != null && st.Core.Disposed) st.Core._releasedWhileClosing.Enqueue(userData);
+                else self.Free();
+                if (st == null) return 0;
+                st.Ended = true;
+                Action onRelease = st.OnRelease;
+                st.Sync = null; st.Async = null; st.OnRelease = null;
+                if (onRelease == null) return 0;
+                try
+                {
+                    onRelease();
+                    return 0;
+                }
+                catch (Exception e)
+                {
+                    string m = string.IsNullOrEmpty(e.Message) ? e.GetType().Name : e.Message;
+                    st.CleanupError = m;
+                    WriteMessage(msg, msgLen, m);
+                    return 1;
+                }
+            }
+            catch (Exception)
+            {
+                return 1;
+            }
+        }
+
+        static void WriteMessage(IntPtr msg, UIntPtr msgLen, string m)
+        {
+            ulong cap = (ulong)msgLen;
+            if (msg == IntPtr.Zero || cap == 0) return;
+            byte[] bytes = System.Text.Encoding.UTF8.GetBytes(m);
+            int n = (int)Math.Min((ulong)bytes.Length, cap - 1);
+            Marshal.Copy(bytes, 0, msg, n);
+            Marshal.WriteByte(msg, n, 0);
+        }
+
+        // ------------------------------------------------------------------ callback delivery
+
+        static void BatchThunk(IntPtr env, spot_record* records, UIntPtr n, spot_completion* completions, UIntPtr* nCompletions)
+        {
+            try
+            {
+                var core = (RuntimeCore)GCHandle.FromIntPtr(env).Target;
+                int count = (int)(ulong)n;
+                int nc = 0;
+                core.ProcessBatch(records, count, completions, ref nc, count);
+                if (t_dispatching == null) core.FreeReleased();
+                // Room left: hand back async completions that are already waiting.
+                spot_completion c;
+                while (nc < count && core._pending.TryDequeue(out c)) completions[nc++] = c;
+                *nCompletions = (UIntPtr)nc;
+            }
+            catch (Exception)
+            {
+                // Nothing may unwind into native code. Records left uncompleted stay in flight;
+                // that only happens on a binding bug.
+            }
+        }
+
+        static void FinalizerThunk(IntPtr env)
+        {
+            try
+            {
+                var h = GCHandle.FromIntPtr(env);
+                var core = h.Target as RuntimeCore;
+                if (core != null) core.FreeReleased(); // the runtime is gone: no batch can follow
+                if (h.IsAllocated) h.Free();
+            }
+            catch (Exception) { }
+        }
+
+        /// <summary>Frees the handles of states released during a close; called where no batch is in
+        /// progress on this runtime (the end of a top-level batch, the end of a dispose).</summary>
+        internal void FreeReleased()
+        {
+            IntPtr p;
+            while (_releasedWhileClosing.TryDequeue(out p)) GCHandle.FromIntPtr(p).Free();
+        }
+    }
+}
