@@ -86,6 +86,7 @@ namespace SpotTimer
             Core.RuntimeRef = new WeakReference<Runtime>(this);
             ulong id = Core.Create();
             _handle = new RuntimeSafeHandle(id, Core);
+            LiveRuntimes.Add(Core);
         }
 
         /// <summary>A runtime on a manual clock: time moves only by <see cref="Advance"/>, which also

@@ -128,7 +128,9 @@ namespace SpotTimer
 
         internal bool BeginDispose()
         {
-            return Interlocked.Exchange(ref _disposeState, 1) == 0;
+            if (Interlocked.Exchange(ref _disposeState, 1) != 0) return false;
+            LiveRuntimes.Remove(this);
+            return true;
         }
 
         /// <summary>After the native runtime was freed: joins the dispatcher, resolves cancel waiters
