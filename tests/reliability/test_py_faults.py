@@ -109,8 +109,11 @@ def test_actor_churn_keeps_the_record_identity_and_memory_flat_over_rounds():
     re-registering, cancelling, revoking, re-acquiring and releasing owners, then every
     owner released at the end of each round. Every record the runtime published is
     accounted for exactly once (completed ok / failed / deferred, not started, or
-    abandoned), ticks too, and the resident memory after each round stays within 5% of
-    the first round's.
+    abandoned), ticks too, and the resident memory after each later round stays within 5%
+    of the second round's. The first round is the warm-up: the tables and Python's object
+    arenas grow to the load's peak there, by an amount that varies from run to run
+    (+1.8-4.9% over the first round at the second to fourth, measured); a leak grows on
+    round after round.
 
     RSS is checked after glibc has returned its free pages (malloc_trim): what glibc keeps
     of freed memory depends on which of its per-thread arenas a block came from, not on
@@ -121,7 +124,7 @@ def test_actor_churn_keeps_the_record_identity_and_memory_flat_over_rounds():
     import threading
 
     libc = ctypes.CDLL("libc.so.6")
-    rounds = int(os.environ.get("RELIABILITY_PY_ROUNDS", "4"))
+    rounds = max(3, int(os.environ.get("RELIABILITY_PY_ROUNDS", "4")))
     round_secs = float(os.environ.get("RELIABILITY_PY_ROUND_SECS", "2"))
     n_owners = 10_000
     rt = st.Runtime(dispatch="thread")
@@ -214,11 +217,11 @@ def test_actor_churn_keeps_the_record_identity_and_memory_flat_over_rounds():
     ), s
     assert s.completed_ok == ran[0], (s.completed_ok, ran[0])
     mib = lambda v: [round(x / 1048576, 1) for x in v]  # noqa: E731
-    growth = [x / rss[0] - 1 for x in rss[1:]]
+    growth = [x / rss[1] - 1 for x in rss[2:]]
     assert all(g <= 0.05 for g in growth), (mib(rss), mib(rss_untrimmed))
     print(
         "FIGURES py_actor_churn: rounds=%d secs=%.1f callbacks=%d records_published=%d "
-        "taken_back=%d rss_mib=%s max_growth_pct=%.1f untrimmed_rss_mib=%s"
+        "taken_back=%d rss_mib=%s max_growth_over_round2_pct=%.1f untrimmed_rss_mib=%s"
         % (
             rounds, round_secs, ran[0], s.records_published, s.records_taken_back,
             mib(rss), 100 * max(growth, default=0.0), mib(rss_untrimmed),
