@@ -97,28 +97,49 @@ inline int64_t timeout_ns(std::optional<nanoseconds> t) {
     return t ? static_cast<int64_t>(t->count() < 0 ? 0 : t->count()) : -1;
 }
 
+// A duration as the C ABI's unsigned nanoseconds; a negative one is an error (it would wrap
+// to centuries).
+inline uint64_t duration_ns(nanoseconds d, const char *what) {
+    if (d.count() < 0)
+        throw Error(SPOT_E_INVALID_ARGUMENT, std::string(what) + " must not be negative");
+    return static_cast<uint64_t>(d.count());
+}
+
 // What to register; builder style: TimerSpec::every(10ms).policy(Policy::CatchUpBounded).
+// Throws spot::Error (SPOT_E_INVALID_ARGUMENT) for a negative duration or a zero period.
 class TimerSpec {
 public:
-    static TimerSpec every(nanoseconds period) { return TimerSpec(period, std::nullopt); }
-    static TimerSpec after(nanoseconds delay) { return TimerSpec(nanoseconds(0), delay); }
+    static TimerSpec every(nanoseconds period) {
+        if (period.count() == 0)
+            throw Error(SPOT_E_INVALID_ARGUMENT,
+                        "TimerSpec::every: the period must be greater than zero "
+                        "(a one-shot timer is TimerSpec::after)");
+        return TimerSpec(duration_ns(period, "TimerSpec::every: the period"), std::nullopt);
+    }
+    static TimerSpec after(nanoseconds delay) {
+        return TimerSpec(0, duration_ns(delay, "TimerSpec::after: the delay"));
+    }
     TimerSpec &policy(Policy p) { spec_.policy = static_cast<uint32_t>(p); return *this; }
     TimerSpec &max_catch_up_ticks(uint64_t n) { spec_.max_catch_up_ticks = n; return *this; }
-    TimerSpec &first_due(nanoseconds d) { spec_.first_due_ns = static_cast<uint64_t>(d.count()); return *this; }
+    TimerSpec &first_due(nanoseconds d) {
+        spec_.first_due_ns = duration_ns(d, "TimerSpec::first_due");
+        return *this;
+    }
     const spot_timer_spec &c() const noexcept { return spec_; }
 
 private:
-    TimerSpec(nanoseconds period, std::optional<nanoseconds> delay) {
+    TimerSpec(uint64_t period_ns, std::optional<uint64_t> delay_ns) {
         spec_.struct_size = sizeof spec_;
-        spec_.period_ns = static_cast<uint64_t>(period.count());
-        spec_.first_due_ns = delay ? static_cast<uint64_t>(delay->count()) : SPOT_FIRST_DUE_DEFAULT;
+        spec_.period_ns = period_ns;
+        spec_.first_due_ns = delay_ns ? *delay_ns : SPOT_FIRST_DUE_DEFAULT;
         spec_.max_catch_up_ticks = 1;
     }
     spot_timer_spec spec_{};
 };
 
-// One registered generation. Move-only; destruction requests a non-blocking cancel.
-class Timer {
+// One registered generation. Move-only; destruction requests a non-blocking cancel, so a
+// Timer that is dropped at once cancels its timer: [[nodiscard]] makes that a warning.
+class [[nodiscard]] Timer {
 public:
     Timer() = default;
     Timer(uint64_t rt, spot_timer t) : rt_(rt), t_(t), live_(true) {}
@@ -180,7 +201,7 @@ public:
     uint64_t id() const noexcept { return id_; }
     uint64_t epoch() const noexcept { return epoch_; }
     void renew(std::optional<nanoseconds> lease) {
-        check(spot_owner_renew(rt_, id_, epoch_, lease ? static_cast<uint64_t>(lease->count()) : 0));
+        check(spot_owner_renew(rt_, id_, epoch_, lease ? duration_ns(*lease, "Owner::renew: the lease") : 0));
     }
     void revoke() { check(spot_owner_revoke(rt_, id_, epoch_)); }
     // Revokes and lets the runtime forget the owner once its timers have ended (an owner
@@ -287,11 +308,11 @@ public:
     Owner acquire(uint64_t owner_id, std::optional<nanoseconds> lease = std::nullopt,
                   Gate gate = Gate::Serial) {
         uint64_t epoch = 0;
-        check(spot_owner_acquire(h_, owner_id, lease ? static_cast<uint64_t>(lease->count()) : 0,
+        check(spot_owner_acquire(h_, owner_id, lease ? duration_ns(*lease, "Runtime::acquire: the lease") : 0,
                                  static_cast<uint32_t>(gate), &epoch));
         return Owner(h_, owner_id, epoch);
     }
-    void advance(nanoseconds by) { check(spot_advance(h_, static_cast<uint64_t>(by.count()))); }
+    void advance(nanoseconds by) { check(spot_advance(h_, duration_ns(by, "Runtime::advance"))); }
     nanoseconds now() const {
         uint64_t ns = 0;
         check(spot_now(h_, &ns));

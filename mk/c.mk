@@ -80,6 +80,10 @@ test-c: c-deps header-check ffi-lib
 	gcc $(C_CFLAGS) $(SAN) $(LEASE_SRC) $(C_SHARED) -o $(C_BUILD)/lease_asan_shared
 	gcc $(C_CFLAGS) $(LEASE_SRC) $(C_STATIC) -o $(C_BUILD)/lease_static
 	g++ $(CXX_FLAGS) $(SAN) examples/cpp/*.cpp $(C_STATIC) -o $(C_BUILD)/example_cpp_asan
+	g++ $(CXX_FLAGS) $(SAN) tests/cpp/wrapper.cpp $(C_STATIC) -o $(C_BUILD)/cpp_wrapper_asan
+	@echo "== C++: a Timer dropped at once does not compile ([[nodiscard]]; the file is fine otherwise)"
+	@g++ $(CXX_FLAGS) -Wno-unused-result -fsyntax-only tests/cpp/discard_timer.cpp
+	@! g++ $(CXX_FLAGS) -fsyntax-only tests/cpp/discard_timer.cpp 2>/dev/null
 	@echo "== C tests, ASan/UBSan, static library";  $(T) $(C_BUILD)/tests_asan_static
 	@echo "== C tests, ASan/UBSan, shared library";  $(T) $(C_BUILD)/tests_asan_shared
 	@echo "== C tests, valgrind, static library";    $(T) $(VALGRIND) $(C_BUILD)/tests_static
@@ -88,6 +92,7 @@ test-c: c-deps header-check ffi-lib
 	@echo "== SIGSTOP lease test, ASan, shared";     $(T) $(C_BUILD)/lease_asan_shared
 	@echo "== SIGSTOP lease test, valgrind (x5 durations)"; $(T) $(VALGRIND) $(C_BUILD)/lease_static 5
 	@echo "== C++ wrapper example, ASan/UBSan";      $(T) $(C_BUILD)/example_cpp_asan > $(C_BUILD)/example_cpp.out && tail -1 $(C_BUILD)/example_cpp.out
+	@echo "== C++ wrapper tests, ASan/UBSan";        $(T) $(C_BUILD)/cpp_wrapper_asan
 	@echo "== SONAME $(SONAME): in the library and in what links to it"
 	readelf -d $(C_LIB)/libspot_timer.so | grep -q 'Library soname: \[$(SONAME)\]'
 	readelf -d $(C_BUILD)/tests_shared | grep -q 'Shared library: \[$(SONAME)\]'

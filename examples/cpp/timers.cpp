@@ -44,9 +44,9 @@ int main() {
                     static_cast<unsigned long long>(slow.stats().delivered));
         try {
             // invalid: CatchUpBounded needs max_catch_up_ticks >= 1
-            owner.register_timer(3, spot::TimerSpec::every(10ms)
-                                        .policy(spot::Policy::CatchUpBounded)
-                                        .max_catch_up_ticks(0));
+            (void)owner.register_timer(3, spot::TimerSpec::every(10ms)
+                                              .policy(spot::Policy::CatchUpBounded)
+                                              .max_catch_up_ticks(0));
         } catch (const spot::Error &e) {
             std::printf("expected error: %s\n", e.what());
         }

@@ -7,13 +7,14 @@ import argparse
 import os
 import sys
 import time
+from typing import Callable, List
 
 import spot_timer as st
 
 BOOT = time.CLOCK_BOOTTIME  # the runtime's real clock
 
 
-def pct(sorted_values, p):
+def pct(sorted_values: List[int], p: float) -> float:
     if not sorted_values:
         return float("nan")
     i = min(len(sorted_values) - 1, int(round(p / 100 * (len(sorted_values) - 1))))
@@ -28,13 +29,13 @@ def main() -> int:
     args = ap.parse_args()
 
     rt = st.Runtime(exception_handler=lambda e, t: print("handler error:", e, file=sys.stderr))
-    lateness_ns = []
+    lateness_ns: List[int] = []
     lat_append = lateness_ns.append
     clock_ns = time.clock_gettime_ns
     periods_ns = (100_000_000, 250_000_000)  # timer A every 100 ms, timer B every 250 ms
 
-    def make_handler(t0_ns, period_ns):
-        def handler(tick):
+    def make_handler(t0_ns: int, period_ns: int) -> Callable[[st.Tick], None]:
+        def handler(tick: st.Tick) -> None:
             lat_append(clock_ns(BOOT) - t0_ns - (tick.scheduled_index - 1) * period_ns)
         return handler
 

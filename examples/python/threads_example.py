@@ -26,7 +26,8 @@ def main() -> None:
             time.sleep(0.4)
             owner.renew()  # keep the authority alive
 
-        print("cancel poll ->", poll_timer.cancel(timeout=1.0).name)
+        result = poll_timer.cancel(timeout=1.0)  # None only in asyncio mode on the loop thread
+        print("cancel poll ->", result.name if result is not None else "pending")
         s = rt.stats()
         print(f"records={s.records_received} crossings={s.host_crossings} scheduler_threads={s.scheduler_threads}")
 

@@ -76,7 +76,7 @@ impl NativeDispatcher {
 
 /// One exchange and the batch it returned. Returns `None` once the runtime is closed,
 /// else `(records, extras, pending_completions)` where `extras` is `None` or a list of
-/// `(0, token, timer_id, coroutine)` (a coroutine handler to run; asyncio mode) and
+/// `(0, token, generation, coroutine, tick)` (a coroutine handler to run; asyncio mode) and
 /// `(1, tag, ok, value)` (a cancel notice).
 pub fn pump<'py>(
     py: Python<'py>,
@@ -190,8 +190,8 @@ pub fn pump<'py>(
                                     if allow_coroutines {
                                         let generation = t.timer_id().generation;
                                         inner.async_inflight.lock().insert(generation);
-                                        let item =
-                                            (0u8, t.token(), generation, res).into_pyobject(py)?;
+                                        let item = (0u8, t.token(), generation, res, &tick)
+                                            .into_pyobject(py)?;
                                         extras
                                             .get_or_insert_with(|| PyList::empty(py))
                                             .append(item)?;

@@ -128,21 +128,26 @@ def test_asyncio_cancel_on_the_loop_never_waits_nor_raises():
     asyncio.run(main())
 
 
-def test_asyncio_coroutine_exception_goes_to_handler():
+def test_asyncio_coroutine_exception_goes_to_handler_with_its_tick():
     async def main():
-        errors = []
-        rt = st.Runtime(dispatch="asyncio", exception_handler=lambda e, t: errors.append(e))
-        try:
+        errors, ticks = [], []
+
+        def on_error(e, tick):
+            errors.append(e)
+            ticks.append(tick)
+
+        async with st.Runtime(dispatch="asyncio", exception_handler=on_error) as rt:
             async def bad(tick):
                 raise ValueError("boom")
 
-            timer = rt.owner(1).every(5 * MS, bad)
+            timer = rt.owner(1).every(5 * MS, bad, key=4)
             await asyncio.sleep(0.1)
             assert len(errors) >= 2 and all(isinstance(e, ValueError) for e in errors)
+            assert all(isinstance(t, st.Tick) and t.owner_id == 1 and t.key == 4 for t in ticks)
+            assert [t.delivery_index for t in ticks] == list(range(1, len(ticks) + 1))
             assert timer.stats().failed >= 2
             await timer.cancel_async()
-        finally:
-            rt.close()
+        assert rt.closed  # async with closed it
 
     asyncio.run(main())
 

@@ -34,7 +34,7 @@ import threading
 import time
 import weakref
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Hashable, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Hashable, List, Literal, Optional, Tuple, Union
 
 from . import _native
 from ._errors import (
@@ -104,8 +104,10 @@ __all__ = [
 logger = logging.getLogger("spot_timer")
 
 Duration = Union[float, int, datetime.timedelta]
-Handler = Callable[[Any], Any]
-ExceptionHandler = Callable[[BaseException, Any], None]
+#: ``handler(tick)``; its return value is ignored unless it is an awaitable (asyncio mode).
+Handler = Callable[["Tick"], object]
+#: ``exception_handler(exc, tick)``.
+ExceptionHandler = Callable[[BaseException, Optional["Tick"]], None]
 
 _U64_MAX = (1 << 64) - 1
 _MAX_RECORDS_PER_BATCH = 8192
@@ -273,7 +275,7 @@ class Runtime:
         self,
         clock: Optional[ManualClock] = None,
         *,
-        dispatch: str = "thread",
+        dispatch: Literal["thread", "asyncio", "manual"] = "thread",
         exception_handler: Optional[ExceptionHandler] = None,
         loop: Optional[asyncio.AbstractEventLoop] = None,
         max_batch: int = _MAX_RECORDS_PER_BATCH,
@@ -361,6 +363,12 @@ class Runtime:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> "Runtime":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
         self.close()
 
     # -- properties ------------------------------------------------------------------
@@ -530,13 +538,13 @@ class Runtime:
     def _handle_extras(self, extras: Any) -> None:
         for item in extras:
             if item[0] == 0:
-                _kind, token, timer_id, coro = item
-                self._start_coroutine(token, timer_id, coro)
+                _kind, token, generation, coro, tick = item
+                self._start_coroutine(token, generation, coro, tick)
             else:
                 _kind, tag, ok, value = item
                 self._resolve_tag(tag, ok, value)
 
-    def _start_coroutine(self, token: int, timer_id: int, coro: Any) -> None:
+    def _start_coroutine(self, token: int, generation: int, coro: Any, tick: "Tick") -> None:
         loop = self._loop
         assert loop is not None
         task = asyncio.ensure_future(coro, loop=loop)
@@ -550,8 +558,8 @@ class Runtime:
                 exc = t.exception()
                 if exc is not None:
                     ok = False
-                    self._report(exc, None)
-            native.complete_async(token, timer_id, ok)
+                    self._report(exc, tick)
+            native.complete_async(token, generation, ok)
             self._kick()
 
         task.add_done_callback(done)

@@ -4,7 +4,7 @@ import datetime
 import enum
 import logging
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Hashable, Optional, Tuple, Union, final
+from typing import Any, Callable, Dict, Hashable, Literal, Optional, Tuple, Union, final
 
 from ._errors import (
     ArgumentTypeError as ArgumentTypeError,
@@ -66,8 +66,8 @@ __all__ = [
 logger: logging.Logger
 
 Duration = Union[float, int, datetime.timedelta]
-Handler = Callable[[Any], Any]
-ExceptionHandler = Callable[[BaseException, Any], None]
+Handler = Callable[[Tick], object]
+ExceptionHandler = Callable[[BaseException, Optional[Tick]], None]
 
 @final
 class Tick:
@@ -192,7 +192,7 @@ class Runtime:
         self,
         clock: Optional[ManualClock] = None,
         *,
-        dispatch: str = "thread",
+        dispatch: Literal["thread", "asyncio", "manual"] = "thread",
         exception_handler: Optional[ExceptionHandler] = None,
         loop: Optional[asyncio.AbstractEventLoop] = None,
         max_batch: int = 8192,
@@ -201,6 +201,8 @@ class Runtime:
     ) -> None: ...
     def __enter__(self) -> Runtime: ...
     def __exit__(self, *exc: object) -> None: ...
+    async def __aenter__(self) -> Runtime: ...
+    async def __aexit__(self, *exc: object) -> None: ...
     @property
     def closed(self) -> bool: ...
     @property

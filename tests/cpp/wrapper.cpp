@@ -1,0 +1,75 @@
+// The C++ wrapper's own checks (the C ABI's behaviour is tested by tests/c): durations that
+// would wrap are rejected with a readable error, and a timer is cancelled only when its
+// Timer goes out of scope.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+
+#include "spot_timer.hpp"
+
+using namespace std::chrono_literals;
+
+static int failures = 0;
+
+#define EXPECT(cond)                                                                    \
+    do {                                                                                \
+        if (!(cond)) {                                                                  \
+            std::fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #cond);    \
+            failures++;                                                                 \
+        }                                                                               \
+    } while (0)
+
+// Runs `f`; expects a spot::Error with `status` whose message contains `words`.
+static void expect_error(const char *what, spot_status status, const char *words,
+                         const std::function<void()> &f) {
+    try {
+        f();
+        std::fprintf(stderr, "%s: expected spot::Error, got none\n", what);
+        failures++;
+    } catch (const spot::Error &e) {
+        if (e.status() != status || std::strstr(e.what(), words) == nullptr) {
+            std::fprintf(stderr, "%s: unexpected error %d: %s\n", what, (int)e.status(), e.what());
+            failures++;
+        }
+    }
+}
+
+int main() {
+    expect_error("every(-5ms)", SPOT_E_INVALID_ARGUMENT, "must not be negative",
+                 [] { (void)spot::TimerSpec::every(-5ms); });
+    expect_error("every(0ms)", SPOT_E_INVALID_ARGUMENT, "period must be greater than zero",
+                 [] { (void)spot::TimerSpec::every(0ms); });
+    expect_error("after(-1ns)", SPOT_E_INVALID_ARGUMENT, "must not be negative",
+                 [] { (void)spot::TimerSpec::after(-1ns); });
+    expect_error("first_due(-1ms)", SPOT_E_INVALID_ARGUMENT, "must not be negative",
+                 [] { (void)spot::TimerSpec::every(1ms).first_due(-1ms); });
+    EXPECT(spot::TimerSpec::after(0ms).c().first_due_ns == 0);
+    EXPECT(spot::TimerSpec::every(3ms).c().period_ns == 3000000);
+
+    spot::Runtime rt = spot::Runtime::exchange(spot::Clock::Manual);
+    expect_error("acquire with a negative lease", SPOT_E_INVALID_ARGUMENT, "must not be negative",
+                 [&] { (void)rt.acquire(1, -1s); });
+    expect_error("advance(-1ms)", SPOT_E_INVALID_ARGUMENT, "must not be negative",
+                 [&] { rt.advance(-1ms); });
+    auto owner = rt.acquire(1, 10s);
+    expect_error("renew(-1s)", SPOT_E_INVALID_ARGUMENT, "must not be negative",
+                 [&] { owner.renew(-1s); });
+    {
+        spot::Timer kept = owner.register_timer(1, spot::TimerSpec::every(1ms));
+        EXPECT(rt.stats().live_timers == 1);
+        EXPECT(kept.cancel(1s) == spot::EndReason::Cancelled);
+    }
+    {
+        spot::Timer scoped = owner.register_timer(2, spot::TimerSpec::every(1ms));
+        EXPECT(rt.stats().live_timers == 1);
+    } // the destructor starts the cancel
+    rt.advance(0ms);
+    EXPECT(rt.stats().live_timers == 0);
+    if (failures) {
+        std::fprintf(stderr, "C++ wrapper tests: %d failed\n", failures);
+        return 1;
+    }
+    std::printf("C++ wrapper tests: all passed\n");
+    return 0;
+}
