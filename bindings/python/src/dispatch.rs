@@ -21,9 +21,8 @@ pub const SLICE: Duration = Duration::from_millis(5);
 
 static ISAWAITABLE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
-/// Tick info handed to a handler (contract T4).
+/// Tick info handed to a handler (contract T4). Equal ticks: same owner, key and indices.
 #[pyclass(module = "spot_timer", name = "Tick", frozen, eq, hash)]
-#[derive(PartialEq, Eq, Hash, Clone)]
 pub struct PyTick {
     #[pyo3(get)]
     delivery_index: u64,
@@ -33,12 +32,49 @@ pub struct PyTick {
     skipped_ticks: u64,
     #[pyo3(get)]
     owner_id: u64,
-    #[pyo3(get)]
-    key: u64,
+    /// The key id the core uses.
+    key_id: u64,
+    /// The key as given, when it is not the plain int `key_id`.
+    key_obj: Option<Py<PyAny>>,
+}
+
+impl PyTick {
+    fn identity(&self) -> (u64, u64, u64, u64, u64) {
+        (
+            self.delivery_index,
+            self.scheduled_index,
+            self.skipped_ticks,
+            self.owner_id,
+            self.key_id,
+        )
+    }
+}
+
+impl PartialEq for PyTick {
+    fn eq(&self, other: &Self) -> bool {
+        self.identity() == other.identity()
+    }
+}
+
+impl Eq for PyTick {}
+
+impl std::hash::Hash for PyTick {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.identity().hash(state)
+    }
 }
 
 #[pymethods]
 impl PyTick {
+    /// The timer's key as it was given (an automatic key: its int id).
+    #[getter]
+    fn key(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        match &self.key_obj {
+            Some(k) => Ok(k.clone_ref(py)),
+            None => Ok(self.key_id.into_pyobject(py)?.into_any().unbind()),
+        }
+    }
+
     fn __repr__(&self) -> String {
         format!(
             "Tick(delivery_index={}, scheduled_index={}, skipped_ticks={})",
@@ -167,9 +203,12 @@ pub fn pump<'py>(
         match rec {
             Record::Tick(t) => {
                 let pid = *t.payload();
-                let handler = inner
-                    .objects
-                    .with(py, |o| o.handler(pid).map(|h| h.clone_ref(py)));
+                let (handler, key_obj) = inner.objects.with(py, |o| {
+                    (
+                        o.handler(pid).map(|h| h.clone_ref(py)),
+                        o.key(pid).map(|k| k.clone_ref(py)),
+                    )
+                });
                 let outcome = match handler {
                     None => Outcome::NotStarted,
                     Some(_) if !inner.rt.begin(&t) => Outcome::NotStarted,
@@ -180,7 +219,8 @@ pub fn pump<'py>(
                             scheduled_index: tk.scheduled_index,
                             skipped_ticks: tk.skipped_ticks,
                             owner_id: t.owner_id(),
-                            key: t.key(),
+                            key_id: t.key(),
+                            key_obj,
                         };
                         let tick = Bound::new(py, tick)?;
                         match h.bind(py).call1((&tick,)) {

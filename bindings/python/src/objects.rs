@@ -7,6 +7,8 @@
 //! is an array index, not a hash lookup. An entry's generation moves on when it is removed:
 //! a payload of an ended timer never finds the next timer's objects.
 
+use std::collections::HashMap;
+
 use pyo3::gc::PyVisit;
 use pyo3::prelude::*;
 use pyo3::PyTraverseError;
@@ -21,6 +23,8 @@ struct Entry {
 pub struct PyObjects {
     entries: Vec<Entry>,
     free: Vec<u32>,
+    /// The key objects of timers whose key is not a plain int (what `Tick.key` returns).
+    keys: HashMap<u64, Py<PyAny>>,
     pub exception_handler: Option<Py<PyAny>>,
 }
 
@@ -57,6 +61,19 @@ impl PyObjects {
         self.entry(id).and_then(|e| e.handler.as_ref())
     }
 
+    /// Keeps the key object of timer `id` (a key that is not a plain int).
+    pub fn set_key(&mut self, id: u64, key: Py<PyAny>) {
+        self.keys.insert(id, key);
+    }
+
+    /// The key object of timer `id`, if its key is not a plain int.
+    pub fn key(&self, id: u64) -> Option<&Py<PyAny>> {
+        if self.keys.is_empty() {
+            return None;
+        }
+        self.keys.get(&id)
+    }
+
     /// Forgets the timer's objects; the caller drops them (attached, outside the lock).
     pub fn remove(&mut self, id: u64, out: &mut Vec<Py<PyAny>>) {
         let (index, generation) = split(id);
@@ -69,6 +86,9 @@ impl PyObjects {
         out.extend(e.handler.take());
         e.generation = e.generation.wrapping_add(1);
         self.free.push(index as u32);
+        if !self.keys.is_empty() {
+            out.extend(self.keys.remove(&id));
+        }
     }
 
     /// Forgets every timer's objects (the runtime closed: every generation ended).
@@ -81,6 +101,7 @@ impl PyObjects {
                 self.free.push(i as u32);
             }
         }
+        out.extend(self.keys.drain().map(|(_, k)| k));
         out
     }
 
@@ -92,6 +113,9 @@ impl PyObjects {
     pub fn visit(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
         for e in &self.entries {
             visit.call(&e.handler)?;
+        }
+        for k in self.keys.values() {
+            visit.call(k)?;
         }
         visit.call(&self.exception_handler)
     }

@@ -110,11 +110,24 @@ impl NativeOwner {
         if let Some(r) = on_release {
             check_callable(py, r, "on_release")?;
         }
+        let given_key = key.filter(|k| !k.is_none());
         let (key, key_kind) = self.key_id(py, key)?;
         let inner = &self.inner;
         inner.purge(py);
         let handler = handler.clone().unbind();
-        let pid = inner.objects.with(py, |o| o.insert(handler));
+        // What `Tick.key` gives back: the key as given, unless it is the plain int id.
+        let tick_key = match &key_kind {
+            KeyKind::Id => None,
+            KeyKind::Value(k) => Some(k.clone_ref(py)),
+            KeyKind::Mapped => given_key.map(|k| k.clone().unbind()),
+        };
+        let pid = inner.objects.with(py, |o| {
+            let pid = o.insert(handler);
+            if let Some(k) = tick_key {
+                o.set_key(pid, k);
+            }
+            pid
+        });
         if let Some(r) = on_release {
             inner.releases.lock().insert(pid, r.clone().unbind());
         }

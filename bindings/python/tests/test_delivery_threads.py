@@ -131,3 +131,40 @@ def test_workers_argument_is_checked():
         st.Runtime(workers=2.0)
     with pytest.raises(st.DispatchModeError):
         st.Runtime(st.ManualClock(), dispatch="manual", workers=2)
+
+
+def test_keyboard_interrupt_in_a_handler_reaches_the_main_thread(tmp_path):
+    """Like Ctrl-C: a handler that raises KeyboardInterrupt on the dispatcher thread
+    interrupts the main thread (Python delivers KeyboardInterrupt only there); SystemExit
+    is not reported as an internal error. Both ticks complete as failed."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "interrupt.py"
+    script.write_text(
+        "import logging, time\n"
+        "import spot_timer as st\n"
+        "errors = []\n"
+        "logging.getLogger('spot_timer').addHandler(logging.Handler())\n"
+        "class Count(logging.Handler):\n"
+        "    def emit(self, record):\n"
+        "        if record.levelno >= logging.ERROR: errors.append(record.getMessage())\n"
+        "logging.getLogger('spot_timer').addHandler(Count())\n"
+        "rt = st.Runtime()\n"
+        "def leave(tick): raise SystemExit(3)\n"
+        "def stop(tick): raise KeyboardInterrupt\n"
+        "rt.owner(1).after(0.01, leave)\n"
+        "rt.owner(2).after(0.2, stop)\n"
+        "try:\n"
+        "    time.sleep(10)\n"
+        "    print('not interrupted')\n"
+        "except KeyboardInterrupt:\n"
+        "    s = rt.stats()\n"
+        "    print('interrupted', s.completed_failed, errors)\n"
+        "rt.close()\n"
+    )
+    t0 = time.monotonic()
+    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "interrupted 2 []", p.stdout + p.stderr
+    assert time.monotonic() - t0 < 8, "the main thread's sleep was not interrupted"

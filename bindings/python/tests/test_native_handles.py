@@ -100,3 +100,25 @@ def test_owner_and_timer_reprs_and_attributes(manual):
     assert weakref.ref(timer)() is timer and weakref.ref(owner)() is owner
     timer.cancel()
     assert repr(timer) == "<spot_timer.Timer owner=5 key='k' live=False>"
+
+
+def test_tick_key_is_the_key_as_given(manual):
+    owner = manual.owner(1)
+
+    class Spot:
+        pass
+
+    spot = Spot()
+    seen = {}
+    keys = ["poll", ("a", 1), Color.RED, 7, spot]
+    for i, k in enumerate(keys):
+        owner.every(10 * MS, lambda tick, i=i: seen.setdefault(i, tick), key=k)
+    auto = owner.every(10 * MS, lambda tick: seen.setdefault("auto", tick))
+    step(manual, 10 * MS)
+    for i, k in enumerate(keys):
+        assert seen[i].key is k or (seen[i].key == k and type(seen[i].key) is type(k))
+    assert seen[4].key is spot
+    assert seen["auto"].key == auto.key and isinstance(seen["auto"].key, int)
+    # ticks compare by owner, key and indices; they hash alike
+    assert seen[0] == seen[0] and hash(seen[0]) == hash(seen[0])
+    assert seen[0] != seen[1]

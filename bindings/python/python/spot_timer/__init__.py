@@ -30,6 +30,7 @@ import datetime
 import enum
 import logging
 import math
+import signal
 import threading
 import time
 import weakref
@@ -721,6 +722,17 @@ def _dispatcher_main(
     while True:
         try:
             r = native.pump(None, max_batch, False, window_ns)
+        except KeyboardInterrupt:
+            # A handler raised it (its tick completed as failed). Only the main thread gets
+            # KeyboardInterrupt in Python, so it goes there as a Ctrl-C would: SIGINT to the
+            # main thread, which also wakes it from a blocking call.
+            signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
+            continue
+        except SystemExit as e:
+            # As threading does for a thread that raises SystemExit: not an error to report;
+            # the handler's tick completed as failed and delivery goes on.
+            logger.debug("spot_timer handler raised SystemExit(%r) on the dispatcher thread", e.code)
+            continue
         except BaseException:  # pragma: no cover - keep delivering
             logger.exception("spot_timer dispatcher error")
             if native.is_closed():
