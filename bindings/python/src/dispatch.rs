@@ -14,10 +14,7 @@ use pyo3::types::{PyList, PyTuple};
 use spot_timer_core::{Error, Outcome, Record};
 
 use crate::errors::{end_result_tuple, py_error, to_py};
-use crate::runtime::{Inner, MODE_ASYNCIO, MODE_MANUAL};
-
-/// Longest uninterrupted detached wait before signals are checked again.
-pub const SLICE: Duration = Duration::from_millis(5);
+use crate::inner::{Inner, MODE_ASYNCIO, MODE_MANUAL, SLICE};
 
 static ISAWAITABLE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 

@@ -17,6 +17,7 @@ mod durations;
 mod errors;
 mod gil_cell;
 mod host;
+mod inner;
 mod objects;
 mod owner;
 mod runtime;
@@ -34,9 +35,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<dispatch::NativeDispatcher>()?;
     m.add_class::<dispatch::PyTick>()?;
     m.add_function(wrap_pyfunction!(host::configure, m)?)?;
-    m.add("MODE_MANUAL", runtime::MODE_MANUAL)?;
-    m.add("MODE_THREAD", runtime::MODE_THREAD)?;
-    m.add("MODE_ASYNCIO", runtime::MODE_ASYNCIO)?;
+    m.add("MODE_MANUAL", inner::MODE_MANUAL)?;
+    m.add("MODE_THREAD", inner::MODE_THREAD)?;
+    m.add("MODE_ASYNCIO", inner::MODE_ASYNCIO)?;
     m.add("MAX_TIMERS", spot_timer_core::MAX_TIMERS)?;
     Ok(())
 }

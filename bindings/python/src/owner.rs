@@ -13,10 +13,9 @@ use pyo3::PyTraverseError;
 
 use spot_timer_core::{Error, OverrunPolicy, Owner, TimerSpec};
 
-use crate::dispatch::SLICE;
 use crate::durations::{nanos, opt_nanos};
 use crate::errors::{py_error, to_py};
-use crate::runtime::{Inner, AUTO_KEY_BASE};
+use crate::inner::{Inner, AUTO_KEY_BASE, SLICE};
 use crate::timer::{KeyKind, NativeTimer};
 
 const I32_MAX: u64 = i32::MAX as u64;

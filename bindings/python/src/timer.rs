@@ -10,11 +10,10 @@ use pyo3::types::{PyDict, PyTuple};
 
 use spot_timer_core::{EndResult, Error, TimerId};
 
-use crate::dispatch::SLICE;
 use crate::durations::opt_nanos;
 use crate::errors::{end_result_tuple, reason_code, to_py};
 use crate::host::helpers;
-use crate::runtime::{Inner, MODE_ASYNCIO};
+use crate::inner::{Inner, MODE_ASYNCIO, SLICE};
 
 #[pyclass(module = "spot_timer", name = "Timer", frozen, weakref)]
 // Not tracked by the garbage collector (no `__traverse__`), so a million timers cost a
