@@ -5,8 +5,23 @@
 //! thread holding an exclusive number (`crate::thread_index`) is the only writer of its
 //! stripe and adds with a plain load and store; other threads share a few stripes and add
 //! with read-modify-writes. Operations count into a local `Tally` and add it once.
+//!
+//! Ground rules that keep the two accounting identities exact once every generation has
+//! ended, even while the scheduler is in the middle of a turn:
+//! - a count that pairs with another thread's later count (a record published, then
+//!   taken back or completed elsewhere) is added *before* the slot-word transition that
+//!   lets the other thread act (`records_published`, see `Shared::try_deliver`);
+//! - a tally is added in counter order, each add a release store;
+//! - a snapshot reads the counters in the opposite order with acquire loads, so a
+//!   snapshot that sees an effect (`ended`, `not_started`, a completion) also sees every
+//!   count that happened before it.
+//!
+//! On x86 these orderings are plain loads and stores.
 
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{
+    AtomicU64,
+    Ordering::{Acquire, Relaxed, Release},
+};
 
 use crossbeam_utils::CachePadded;
 
@@ -46,8 +61,13 @@ macro_rules! counters {
         }
 
         impl Counters {
+            /// Reads every counter, the last-written first (see the module's rules).
             pub fn snapshot_into(&self, s: &mut Stats) {
-                $(s.$name = self.total(C::$name);)*
+                let mut totals = [0u64; COUNT];
+                for i in (0..COUNT).rev() {
+                    totals[i] = self.total_at(i);
+                }
+                $(s.$name = totals[C::$name as usize];)*
             }
         }
     };
@@ -137,16 +157,27 @@ impl Counters {
         if thread < EXCLUSIVE {
             // This thread is the stripe's only writer: no read-modify-write needed.
             let cell = &self.stripes[thread][i];
-            cell.store(cell.load(Relaxed).wrapping_add(n), Relaxed);
+            cell.store(cell.load(Relaxed).wrapping_add(n), Release);
         } else {
-            self.stripes[EXCLUSIVE + thread % SHARED_STRIPES][i].fetch_add(n, Relaxed);
+            self.stripes[EXCLUSIVE + thread % SHARED_STRIPES][i].fetch_add(n, Release);
         }
     }
 
+    /// Takes back one count added with [`Counters::add`] by an operation that then did
+    /// not happen (counters wrap, so adding `u64::MAX` subtracts one).
+    #[inline]
+    pub fn retract_one(&self, c: C) {
+        self.add_at(thread_index(), c as usize, u64::MAX);
+    }
+
     pub fn total(&self, c: C) -> u64 {
+        self.total_at(c as usize)
+    }
+
+    fn total_at(&self, i: usize) -> u64 {
         self.stripes
             .iter()
-            .map(|s| s[c as usize].load(Relaxed))
+            .map(|s| s[i].load(Acquire))
             .fold(0u64, u64::wrapping_add)
     }
 

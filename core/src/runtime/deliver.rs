@@ -65,8 +65,13 @@ impl<P> Shared<P> {
             self.park(index, w, owner_index, true, work);
             return;
         }
+        // Counted before the record becomes visible: once it is QUEUED, any thread may take
+        // it back and count it as not started, and a snapshot that sees that count must
+        // see this one (the rules in `crate::stats`).
+        self.counters.add(C::records_published, 1);
         let Some(queued) = word::queue(&slot.word, w, take == Take::Taken) else {
-            // Ended or moved on meanwhile.
+            // Ended or moved on meanwhile: nothing was published.
+            self.counters.retract_one(C::records_published);
             if take == Take::Taken {
                 self.release_gate(owner_index, work);
             }
@@ -77,7 +82,6 @@ impl<P> Shared<P> {
             slot: index,
             word: queued,
         });
-        work.tally.add(C::records_published, 1);
     }
 
     /// Puts an idle slot into its owner's gate queue. With `self_serve`, serves the queue
