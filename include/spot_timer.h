@@ -197,9 +197,10 @@ extern "C" {
  * `spot_abi_version()` of this header: (major << 16) | minor. 2.0: records carry the
  * start check as a compare-and-swap (`started_value`) and the owner's lease
  * (`lease_word`); `spot_runtime_config` gained `resolution_ns`; `spot_stats` gained
- * `records_taken_back`, `records_abandoned` and `scheduler_wakes_by_hosts`.
+ * `records_taken_back`, `records_abandoned` and `scheduler_wakes_by_hosts`. 2.1 adds
+ * `spot_runtime_close`.
  */
-#define SPOT_ABI_VERSION ((2 << 16) | 0)
+#define SPOT_ABI_VERSION ((2 << 16) | 1)
 
 /**
  * Status code returned by every fallible `spot_*` function (`int32_t`). 0 is success.
@@ -210,6 +211,9 @@ typedef int32_t spot_status;
  * A host's report that a TICK record reached its terminal state.
  */
 struct spot_completion {
+    /**
+     * The record's `token`.
+     */
     uint64_t token;
     /**
      * SPOT_OUTCOME_*.
@@ -228,7 +232,13 @@ struct spot_completion {
  * first); after that its handle gives SPOT_E_STALE_TIMER.
  */
 struct spot_timer {
+    /**
+     * The generation's number: unique in the process, never 0 for a registered timer.
+     */
     uint64_t generation;
+    /**
+     * The runtime's slot that holds the generation.
+     */
     uint32_t slot;
     /**
      * Always 0 (a handle with anything else here is rejected: SPOT_E_INVALID_ARGUMENT).
@@ -259,20 +269,42 @@ struct spot_record {
      * CANCEL_DONE: SPOT_OK or SPOT_E_CLEANUP_FAILED. TICK: 0.
      */
     int32_t status;
+    /**
+     * Must be 0.
+     */
     uint32_t reserved;
     /**
      * TICK: the completion token to hand back. CANCEL_DONE: 0.
      */
     uint64_t token;
+    /**
+     * The generation the record belongs to.
+     */
     struct spot_timer timer;
+    /**
+     * The timer's owner.
+     */
     uint64_t owner_id;
+    /**
+     * The timer's key within its owner.
+     */
     uint64_t key;
     /**
      * TICK: the user data given at registration. CANCEL_DONE: NULL.
      */
     void *user_data;
+    /**
+     * TICK: 1 for the generation's first callback, +1 per callback (T4). CANCEL_DONE: 0.
+     */
     uint64_t delivery_index;
+    /**
+     * TICK: the nominal tick this callback stands for: never decreases, never below
+     * `delivery_index` (T4). CANCEL_DONE: 0.
+     */
     uint64_t scheduled_index;
+    /**
+     * TICK: nominal ticks skipped since the previous callback (T4, T5). CANCEL_DONE: 0.
+     */
     uint64_t skipped_ticks;
     /**
      * TICK: the timer's state word (see above). Valid until the runtime is freed.
@@ -323,6 +355,9 @@ typedef void (*spot_finalizer_fn)(void *env);
  * zero everything you do not set.
  */
 struct spot_runtime_config {
+    /**
+     * `sizeof(struct spot_runtime_config)` as the host was built.
+     */
     uint32_t struct_size;
     /**
      * SPOT_CLOCK_*.
@@ -374,7 +409,14 @@ struct spot_runtime_config {
  * records_abandoned`.
  */
 struct spot_stats {
+    /**
+     * `sizeof(struct spot_stats)` as the host was built; the library stores the bytes it
+     * filled.
+     */
     uint32_t struct_size;
+    /**
+     * Must be 0.
+     */
     uint32_t reserved;
     /**
      * Gauge: scheduler threads of this runtime (1 while it runs).
@@ -503,6 +545,9 @@ struct spot_stats {
  * What to register. Versioned: set `struct_size = sizeof(spot_timer_spec)`.
  */
 struct spot_timer_spec {
+    /**
+     * `sizeof(struct spot_timer_spec)` as the host was built.
+     */
     uint32_t struct_size;
     /**
      * SPOT_POLICY_*.
@@ -549,11 +594,30 @@ typedef int32_t (*spot_release_fn)(void *user_data, char *msg, size_t msg_len);
  * Fixed-size statistics of one generation. Versioned like `spot_stats`.
  */
 struct spot_timer_stats {
+    /**
+     * `sizeof(struct spot_timer_stats)` as the host was built; the library stores the bytes
+     * it filled.
+     */
     uint32_t struct_size;
+    /**
+     * Must be 0.
+     */
     uint32_t reserved;
+    /**
+     * Callbacks that ran (completed Ok or Failed).
+     */
     uint64_t delivered;
+    /**
+     * Callbacks that completed Failed.
+     */
     uint64_t failed;
+    /**
+     * Nominal ticks skipped by the overrun policy.
+     */
     uint64_t skipped_ticks;
+    /**
+     * The newest nominal tick a callback stood for (0 before the first).
+     */
     uint64_t last_scheduled_index;
 };
 
@@ -821,7 +885,7 @@ spot_status spot_owner_gate_leave(uint64_t rt, uint64_t owner_id);
 
 /**
  * The ABI version of the library: `(major << 16) | minor`; this header is
- * `SPOT_ABI_VERSION` (2.0). A host built against major M works with a library of the
+ * `SPOT_ABI_VERSION` (2.1). A host built against major M works with a library of the
  * same major M and a minor >= its own.
  *
  * Infallible. Thread-safe.
@@ -844,6 +908,23 @@ uint32_t spot_abi_version(void);
  * delivery), SPOT_E_OS.
  */
 spot_status spot_runtime_new(const struct spot_runtime_config *cfg, uint64_t *out_rt);
+
+/**
+ * Closes a runtime without freeing its handle (since 2.1): every live timer ends with
+ * SPOT_END_RUNTIME_CLOSED (release hooks run on this thread), threads blocked in this
+ * runtime's calls wake with SPOT_E_CLOSED, and the scheduler thread exits. Afterwards the
+ * handle stays valid until `spot_runtime_free`: a cancel gives the generation's terminal
+ * result (SPOT_END_RUNTIME_CLOSED for the timers the close ended), `spot_stats` still
+ * works, and registrations, exchanges and owner calls give SPOT_E_CLOSED. Closing again
+ * does nothing. Lets a host stop every timer first and free the handle once no other
+ * thread can still be using it.
+ *
+ * Called from inside the batch callback (or a release hook) it does not wait for the
+ * scheduler thread, as `spot_runtime_free`.
+ *
+ * Thread-safe. Errors: SPOT_E_INVALID_HANDLE.
+ */
+spot_status spot_runtime_close(uint64_t rt);
 
 /**
  * Frees a runtime: every live timer ends with SPOT_END_RUNTIME_CLOSED (release hooks

@@ -312,6 +312,10 @@ public:
                                  static_cast<uint32_t>(gate), &epoch));
         return Owner(h_, owner_id, epoch);
     }
+    // Ends every timer (SPOT_END_RUNTIME_CLOSED) and stops the scheduler; the runtime is
+    // freed when this object goes away. Afterwards a cancel returns the terminal result
+    // and a registration throws SPOT_E_CLOSED. Closing again does nothing.
+    void close() { check(spot_runtime_close(h_)); }
     void advance(nanoseconds by) { check(spot_advance(h_, duration_ns(by, "Runtime::advance"))); }
     nanoseconds now() const {
         uint64_t ns = 0;

@@ -63,6 +63,9 @@ header-check: cbindgen
 	@diff -u include/spot_timer.h $(C_BUILD)/spot_timer.h \
 	  || (echo "include/spot_timer.h is out of date: run 'make header' and commit it" && exit 1)
 	@echo "header-check: include/spot_timer.h matches cbindgen $(CBINDGEN_VERSION)"
+	@printf '#include "spot_timer.h"\nint main(void) { return 0; }\n' > $(C_BUILD)/c89_check.c
+	gcc -std=c89 -pedantic -Wall -Wextra -Werror -I$(ROOT)/include -fsyntax-only $(C_BUILD)/c89_check.c
+	@echo "header-check: the header compiles as C89 (-pedantic)"
 
 ffi-lib:
 	$(CARGO) build --release -p spot-timer-ffi
@@ -81,6 +84,7 @@ test-c: c-deps header-check ffi-lib
 	gcc $(C_CFLAGS) $(LEASE_SRC) $(C_STATIC) -o $(C_BUILD)/lease_static
 	g++ $(CXX_FLAGS) $(SAN) examples/cpp/*.cpp $(C_STATIC) -o $(C_BUILD)/example_cpp_asan
 	g++ $(CXX_FLAGS) $(SAN) tests/cpp/wrapper.cpp $(C_STATIC) -o $(C_BUILD)/cpp_wrapper_asan
+	g++ $(CXX_FLAGS) $(SAN) tests/cpp/result_table.cpp $(C_STATIC) -o $(C_BUILD)/cpp_result_table_asan
 	@echo "== C++: a Timer dropped at once does not compile ([[nodiscard]]; the file is fine otherwise)"
 	@g++ $(CXX_FLAGS) -Wno-unused-result -fsyntax-only tests/cpp/discard_timer.cpp
 	@! g++ $(CXX_FLAGS) -fsyntax-only tests/cpp/discard_timer.cpp 2>/dev/null
@@ -93,6 +97,7 @@ test-c: c-deps header-check ffi-lib
 	@echo "== SIGSTOP lease test, valgrind (x5 durations)"; $(T) $(VALGRIND) $(C_BUILD)/lease_static 5
 	@echo "== C++ wrapper example, ASan/UBSan";      $(T) $(C_BUILD)/example_cpp_asan > $(C_BUILD)/example_cpp.out && tail -1 $(C_BUILD)/example_cpp.out
 	@echo "== C++ wrapper tests, ASan/UBSan";        $(T) $(C_BUILD)/cpp_wrapper_asan
+	@echo "== C++ result table, ASan/UBSan";         $(T) $(C_BUILD)/cpp_result_table_asan
 	@echo "== SONAME $(SONAME): in the library and in what links to it"
 	readelf -d $(C_LIB)/libspot_timer.so | grep -q 'Library soname: \[$(SONAME)\]'
 	readelf -d $(C_BUILD)/tests_shared | grep -q 'Shared library: \[$(SONAME)\]'

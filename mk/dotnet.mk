@@ -9,7 +9,8 @@ DOTNET_BUILD := $(BUILD)/dotnet
 DOTNET_SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 DOTNET_MCS := mcs -langversion:7.2 -unsafe -debug -nowarn:1591
 DOTNET_LIBDIR := $(ROOT)/target/release
-DOTNET_ENV := LD_LIBRARY_PATH=$(DOTNET_LIBDIR)$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH} SPOT_REPO_ROOT=$(ROOT)
+DOTNET_ENV := LD_LIBRARY_PATH=$(DOTNET_LIBDIR)$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH} SPOT_REPO_ROOT=$(ROOT) \
+  SPOT_RESULT_TABLE=$(ROOT)/tests/vectors/results.txt
 DOTNET_SRC := $(wildcard bindings/dotnet/src/*.cs)
 DOTNET_TEST_SRC := $(wildcard bindings/dotnet/tests/*.cs)
 DOTNET_BENCH_SECONDS ?= 5

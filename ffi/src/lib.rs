@@ -8,6 +8,7 @@
 //! [`status`] (status codes), [`handles`] (generation-tagged runtime handles), [`types`]
 //! (`#[repr(C)]` structs and enum values), `core_runtime` (what a handle names), and the
 //! exports: [`runtime`], [`owner`], [`timer`] and [`delivery`].
+#![warn(missing_docs)]
 #![allow(non_camel_case_types)]
 #![allow(clippy::missing_safety_doc)] // every export documents its contract in the header
 

@@ -16,7 +16,7 @@ use crate::status::*;
 use crate::types::*;
 
 /// The ABI version of the library: `(major << 16) | minor`; this header is
-/// `SPOT_ABI_VERSION` (2.0). A host built against major M works with a library of the
+/// `SPOT_ABI_VERSION` (2.1). A host built against major M works with a library of the
 /// same major M and a minor >= its own.
 ///
 /// Infallible. Thread-safe.
@@ -104,6 +104,27 @@ pub unsafe extern "C" fn spot_runtime_new(
         armed.store(true, Ordering::Release);
         handle_cell.store(handle, Ordering::Release);
         out.write(handle);
+        Ok(())
+    })
+}
+
+/// Closes a runtime without freeing its handle (since 2.1): every live timer ends with
+/// SPOT_END_RUNTIME_CLOSED (release hooks run on this thread), threads blocked in this
+/// runtime's calls wake with SPOT_E_CLOSED, and the scheduler thread exits. Afterwards the
+/// handle stays valid until `spot_runtime_free`: a cancel gives the generation's terminal
+/// result (SPOT_END_RUNTIME_CLOSED for the timers the close ended), `spot_stats` still
+/// works, and registrations, exchanges and owner calls give SPOT_E_CLOSED. Closing again
+/// does nothing. Lets a host stop every timer first and free the handle once no other
+/// thread can still be using it.
+///
+/// Called from inside the batch callback (or a release hook) it does not wait for the
+/// scheduler thread, as `spot_runtime_free`.
+///
+/// Thread-safe. Errors: SPOT_E_INVALID_HANDLE.
+#[no_mangle]
+pub extern "C" fn spot_runtime_close(rt: u64) -> spot_status {
+    boundary("spot_runtime_close", || {
+        handles::get(rt)?.rt.close();
         Ok(())
     })
 }

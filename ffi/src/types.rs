@@ -62,9 +62,10 @@ pub const SPOT_FIRST_DUE_DEFAULT: u64 = u64::MAX;
 /// `spot_abi_version()` of this header: (major << 16) | minor. 2.0: records carry the
 /// start check as a compare-and-swap (`started_value`) and the owner's lease
 /// (`lease_word`); `spot_runtime_config` gained `resolution_ns`; `spot_stats` gained
-/// `records_taken_back`, `records_abandoned` and `scheduler_wakes_by_hosts`.
+/// `records_taken_back`, `records_abandoned` and `scheduler_wakes_by_hosts`. 2.1 adds
+/// `spot_runtime_close`.
 #[allow(clippy::identity_op)] // spelled (major << 16) | minor, as hosts read it
-pub const SPOT_ABI_VERSION: u32 = (2 << 16) | 0;
+pub const SPOT_ABI_VERSION: u32 = (2 << 16) | 1;
 
 /// A timer generation: a value, copy it freely. Generations are unique in the process,
 /// so a handle of another runtime is rejected, never misused. An ended generation keeps
@@ -73,7 +74,9 @@ pub const SPOT_ABI_VERSION: u32 = (2 << 16) | 0;
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct spot_timer {
+    /// The generation's number: unique in the process, never 0 for a registered timer.
     pub generation: u64,
+    /// The runtime's slot that holds the generation.
     pub slot: u32,
     /// Always 0 (a handle with anything else here is rejected: SPOT_E_INVALID_ARGUMENT).
     pub reserved: u32,
@@ -121,6 +124,7 @@ pub type spot_release_fn =
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct spot_runtime_config {
+    /// `sizeof(struct spot_runtime_config)` as the host was built.
     pub struct_size: u32,
     /// SPOT_CLOCK_*.
     pub clock: u32,
@@ -147,6 +151,7 @@ pub struct spot_runtime_config {
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct spot_timer_spec {
+    /// `sizeof(struct spot_timer_spec)` as the host was built.
     pub struct_size: u32,
     /// SPOT_POLICY_*.
     pub policy: u32,
@@ -178,16 +183,24 @@ pub struct spot_record {
     pub end_reason: u32,
     /// CANCEL_DONE: SPOT_OK or SPOT_E_CLEANUP_FAILED. TICK: 0.
     pub status: i32,
+    /// Must be 0.
     pub reserved: u32,
     /// TICK: the completion token to hand back. CANCEL_DONE: 0.
     pub token: u64,
+    /// The generation the record belongs to.
     pub timer: spot_timer,
+    /// The timer's owner.
     pub owner_id: u64,
+    /// The timer's key within its owner.
     pub key: u64,
     /// TICK: the user data given at registration. CANCEL_DONE: NULL.
     pub user_data: *mut c_void,
+    /// TICK: 1 for the generation's first callback, +1 per callback (T4). CANCEL_DONE: 0.
     pub delivery_index: u64,
+    /// TICK: the nominal tick this callback stands for: never decreases, never below
+    /// `delivery_index` (T4). CANCEL_DONE: 0.
     pub scheduled_index: u64,
+    /// TICK: nominal ticks skipped since the previous callback (T4, T5). CANCEL_DONE: 0.
     pub skipped_ticks: u64,
     /// TICK: the timer's state word (see above). Valid until the runtime is freed.
     /// CANCEL_DONE: NULL.
@@ -207,6 +220,7 @@ pub struct spot_record {
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct spot_completion {
+    /// The record's `token`.
     pub token: u64,
     /// SPOT_OUTCOME_*.
     pub outcome: u32,
@@ -229,7 +243,10 @@ pub struct spot_completion {
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct spot_stats {
+    /// `sizeof(struct spot_stats)` as the host was built; the library stores the bytes it
+    /// filled.
     pub struct_size: u32,
+    /// Must be 0.
     pub reserved: u32,
     /// Gauge: scheduler threads of this runtime (1 while it runs).
     pub scheduler_threads: u64,
@@ -305,11 +322,18 @@ pub(crate) const STATS_V1_SIZE: usize = 200;
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct spot_timer_stats {
+    /// `sizeof(struct spot_timer_stats)` as the host was built; the library stores the bytes
+    /// it filled.
     pub struct_size: u32,
+    /// Must be 0.
     pub reserved: u32,
+    /// Callbacks that ran (completed Ok or Failed).
     pub delivered: u64,
+    /// Callbacks that completed Failed.
     pub failed: u64,
+    /// Nominal ticks skipped by the overrun policy.
     pub skipped_ticks: u64,
+    /// The newest nominal tick a callback stood for (0 before the first).
     pub last_scheduled_index: u64,
 }
 

@@ -2,4 +2,5 @@
 #define SPOT_TEST_SUITES_H
 void run_contract_tests(void);
 void run_bad_input_tests(void);
+void run_result_table_tests(void);
 #endif

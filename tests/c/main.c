@@ -1,4 +1,5 @@
-/* The C test suite of libspot_timer: contract tests and bad-input tests. */
+/* The C test suite of libspot_timer: contract tests, bad-input tests and the shared
+ * result table. */
 #include "contract.h"
 #include "harness.h"
 
@@ -9,5 +10,6 @@ int main(void) {
     }
     run_contract_tests();
     run_bad_input_tests();
+    run_result_table_tests();
     return finish_tests();
 }

@@ -57,7 +57,11 @@ namespace SpotTimer
     public class SpotInvalidArgumentException : SpotTimerException
     { public SpotInvalidArgumentException(SpotStatus s, string m) : base(s, m) { } }
 
-    /// <summary>SPOT_E_CLOSED / SPOT_E_INVALID_HANDLE: the native runtime is closed or freed.</summary>
+    /// <summary>SPOT_E_CLOSED / SPOT_E_INVALID_HANDLE: the native runtime is closed or freed — the
+    /// contract's "runtime closed" error: what registrations (Every/After) and owner calls
+    /// (AcquireOwner, Renew, Revoke, Release, EnterGate/LeaveGate) throw after
+    /// <see cref="Runtime.Dispose"/>. Cancelling after Dispose is not an error: it gives the
+    /// generation's terminal result (RuntimeClosed for the timers the close ended).</summary>
     public class RuntimeClosedException : SpotTimerException
     { public RuntimeClosedException(SpotStatus s, string m) : base(s, m) { } }
 

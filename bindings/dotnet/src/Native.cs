@@ -52,7 +52,7 @@ namespace SpotTimer.Interop
         public const uint RECORD_TICK = 0, RECORD_CANCEL_DONE = 1;
         public const ulong FIRST_DUE_DEFAULT = ulong.MaxValue;
         /// <summary>The ABI version this binding is built against: (major &lt;&lt; 16) | minor.</summary>
-        public const uint ABI_VERSION = 0x00020000;
+        public const uint ABI_VERSION = 0x00020001; // 2.1: spot_runtime_close
     }
 
     [NativeStruct("spot_timer")]
@@ -199,6 +199,12 @@ namespace SpotTimer.Interop
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         public static extern int spot_runtime_new(spot_runtime_config* cfg, ulong* out_rt);
+
+        /// <summary>ABI 2.1: ends every live timer (RuntimeClosed, release hooks run), wakes blocked
+        /// calls with SPOT_E_CLOSED, stops the scheduler; the handle stays valid (cancels give the
+        /// recorded terminal results) until spot_runtime_free.</summary>
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern int spot_runtime_close(ulong rt);
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         public static extern int spot_runtime_free(ulong rt);

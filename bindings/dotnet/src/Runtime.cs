@@ -7,9 +7,10 @@ using SpotTimer.Interop;
 
 namespace SpotTimer
 {
-    /// <summary>Owns one native runtime handle (a generation-tagged uint64). Releasing it calls
-    /// spot_runtime_free: every live timer ends (RuntimeClosed), release hooks run, the scheduler
-    /// thread exits.</summary>
+    /// <summary>Owns one native runtime handle (a generation-tagged uint64). Releasing it closes
+    /// the runtime (spot_runtime_close: every live timer ends with RuntimeClosed, release hooks
+    /// run, the scheduler thread exits), reads the terminal results a Timer may still ask for,
+    /// then calls spot_runtime_free.</summary>
     public sealed class RuntimeSafeHandle : SafeHandle
     {
         readonly ulong _id;
@@ -40,7 +41,7 @@ namespace SpotTimer
                 // finalizer): the delivering thread frees the runtime right after the batch.
                 ulong id = _id;
                 var core = _core;
-                _core.DeferDispose(() => { core.WaitLiveReaders(); Native.spot_runtime_free(id); });
+                _core.DeferDispose(() => { core.WaitLiveReaders(); core.CloseAndFree(id); });
                 // The batch may have ended meanwhile, past the point where it runs deferred work.
                 if (Monitor.TryEnter(_core.DeliveryLock))
                 {
@@ -52,7 +53,7 @@ namespace SpotTimer
             try
             {
                 _core.WaitLiveReaders();
-                int s = Native.spot_runtime_free(_id);
+                int s = _core.CloseAndFree(_id);
                 return s == 0 || s == (int)SpotStatus.InvalidHandle;
             }
             finally { Monitor.Exit(_core.DeliveryLock); }
@@ -61,7 +62,13 @@ namespace SpotTimer
 
     /// <summary>A spot-timer runtime: one native scheduler thread and one deadline queue for all
     /// its timers, batches delivered to managed handlers with one P/Invoke transition per wakeup.
-    /// Thread-safe. Dispose it to stop the scheduler (every timer ends with RuntimeClosed).</summary>
+    /// Thread-safe. Dispose it to stop the scheduler (every timer ends with RuntimeClosed).
+    /// After Dispose, <see cref="Timer.Cancel"/> and <see cref="Timer.CancelAsync"/> give each
+    /// generation's terminal result (RuntimeClosed for those the close ended); registering and
+    /// owner calls (<see cref="AcquireOwner"/>, Every/After, Renew, Revoke, Release, gates) throw
+    /// <see cref="RuntimeClosedException"/>; the clock and statistics (<see cref="Advance"/>,
+    /// <see cref="Settle"/>, <see cref="Now"/>, <see cref="GetStats"/>, Timer.GetStats) throw
+    /// ObjectDisposedException.</summary>
     public sealed class Runtime : IDisposable
     {
         readonly RuntimeSafeHandle _handle;
@@ -109,15 +116,30 @@ namespace SpotTimer
             remove { Core.RemoveFailed(value); }
         }
 
+        /// <summary>The clock and statistics of a disposed runtime are gone: ObjectDisposedException.</summary>
         internal void ThrowIfDisposed()
         {
             if (Core.Disposed) throw new ObjectDisposedException("SpotTimer.Runtime");
         }
 
-        /// <summary>Runs a short native call with the handle ref-counted (no free during the call).</summary>
-        internal int Call(Func<ulong, int> f)
+        /// <summary>Registrations and owner calls on a disposed runtime: the contract's "runtime
+        /// closed" error (docs/contract.md, "Results").</summary>
+        internal void ThrowIfClosed()
         {
-            ThrowIfDisposed();
+            if (Core.Disposed) throw ClosedError();
+        }
+
+        static RuntimeClosedException ClosedError()
+        {
+            return new RuntimeClosedException(SpotStatus.Closed, "the runtime was disposed");
+        }
+
+        /// <summary>Runs a short native call with the handle ref-counted (no free during the call).
+        /// On a disposed runtime: RuntimeClosedException when <paramref name="closedError"/>
+        /// (registrations, owner calls), else ObjectDisposedException.</summary>
+        internal int Call(Func<ulong, int> f, bool closedError = false)
+        {
+            if (closedError) ThrowIfClosed(); else ThrowIfDisposed();
             bool added = false;
             try
             {
@@ -125,6 +147,7 @@ namespace SpotTimer
             }
             catch (ObjectDisposedException)
             {
+                if (closedError) throw ClosedError();
                 throw new ObjectDisposedException("SpotTimer.Runtime");
             }
             try { return f(_handle.Id); }
@@ -132,41 +155,49 @@ namespace SpotTimer
         }
 
         /// <summary><see cref="Call"/> without a delegate (the registration path): the raw id with
-        /// the handle ref-counted; pair with <see cref="ExitCall"/> when <paramref name="added"/>.</summary>
+        /// the handle ref-counted; pair with <see cref="ExitCall"/> when <paramref name="added"/>.
+        /// RuntimeClosedException on a disposed runtime.</summary>
         internal ulong EnterCall(ref bool added)
         {
-            ThrowIfDisposed();
+            ThrowIfClosed();
             try
             {
                 _handle.DangerousAddRef(ref added);
             }
             catch (ObjectDisposedException)
             {
-                throw new ObjectDisposedException("SpotTimer.Runtime");
+                throw ClosedError();
             }
             return _handle.Id;
         }
 
         internal void ExitCall() { _handle.DangerousRelease(); }
 
-        internal void Check(int status)
+        /// <summary>Throws for a failed status. A runtime disposed during the call (the library
+        /// reports an invalid or closed handle): RuntimeClosedException when
+        /// <paramref name="closedError"/>, else ObjectDisposedException.</summary>
+        internal void Check(int status, bool closedError = false)
         {
             if (status == 0) return;
             string msg = Native.LastError();
             if (Core.Disposed && (status == (int)SpotStatus.InvalidHandle || status == (int)SpotStatus.Closed))
+            {
+                if (closedError) throw new RuntimeClosedException(SpotStatus.Closed, "the runtime was disposed");
                 throw new ObjectDisposedException("SpotTimer.Runtime", msg);
+            }
             throw SpotTimerException.From(status, msg);
         }
 
         /// <summary>Starts an authority for owner <paramref name="ownerId"/> (a new epoch; an older
-        /// authority of the same id is revoked). <paramref name="lease"/> null: no lease.</summary>
+        /// authority of the same id is revoked). <paramref name="lease"/> null: no lease.
+        /// RuntimeClosedException after Dispose.</summary>
         public Owner AcquireOwner(ulong ownerId, TimeSpan? lease = null, GateMode gate = GateMode.Serial)
         {
             ulong leaseNs = lease.HasValue ? Durations.PositiveNs(lease.Value, "lease") : 0;
             ulong epoch = 0;
             unsafe
             {
-                Check(Call(rt => { ulong e; int s = Native.spot_owner_acquire(rt, ownerId, leaseNs, (uint)gate, &e); epoch = e; return s; }));
+                Check(Call(rt => { ulong e; int s = Native.spot_owner_acquire(rt, ownerId, leaseNs, (uint)gate, &e); epoch = e; return s; }, true), true);
             }
             return new Owner(this, ownerId, epoch);
         }
@@ -297,17 +328,19 @@ namespace SpotTimer
         public ulong Epoch { get; private set; }
 
         /// <summary>Extends the lease to now + <paramref name="lease"/> (null: no deadline). Throws
-        /// LeaseExpiredException once it expired, OwnerRevokedException after a revoke or release.</summary>
+        /// LeaseExpiredException once it expired, OwnerRevokedException after a revoke or release,
+        /// RuntimeClosedException after the runtime's Dispose.</summary>
         public void Renew(TimeSpan? lease)
         {
             ulong ns = lease.HasValue ? Durations.PositiveNs(lease.Value, "lease") : 0;
-            CheckAuthority(_rt.Call(rt => Native.spot_owner_renew(rt, Id, Epoch, ns)));
+            CheckAuthority(_rt.Call(rt => Native.spot_owner_renew(rt, Id, Epoch, ns), true));
         }
 
-        /// <summary>Ends this authority: its timers end with Revoked and never run again.</summary>
+        /// <summary>Ends this authority: its timers end with Revoked and never run again.
+        /// RuntimeClosedException after the runtime's Dispose.</summary>
         public void Revoke()
         {
-            CheckAuthority(_rt.Call(rt => Native.spot_owner_revoke(rt, Id, Epoch)));
+            CheckAuthority(_rt.Call(rt => Native.spot_owner_revoke(rt, Id, Epoch), true));
         }
 
         /// <summary>Ends this authority like <see cref="Revoke"/> (its timers end with Revoked; a handler
@@ -315,10 +348,10 @@ namespace SpotTimer
         /// have ended: <see cref="RuntimeStats.Owners"/> drops. For owners that go away for good (actors,
         /// sessions). Acquiring the id again later starts a new owner whose Epoch is above every epoch of
         /// this one. Throws OwnerRevokedException when this authority was already released, revoked or
-        /// replaced.</summary>
+        /// replaced, RuntimeClosedException after the runtime's Dispose.</summary>
         public void Release()
         {
-            CheckAuthority(_rt.Call(rt => Native.spot_owner_release(rt, Id, Epoch)));
+            CheckAuthority(_rt.Call(rt => Native.spot_owner_release(rt, Id, Epoch), true));
         }
 
         /// <summary>Status check of a call naming this authority (Id, Epoch). Once an owner is released
@@ -333,7 +366,7 @@ namespace SpotTimer
                 throw new OwnerRevokedException(SpotStatus.Revoked, string.Format(
                     "owner {0} epoch {1} was released{2}", Id, Epoch, msg.Length > 0 ? " (" + msg + ")" : ""));
             }
-            _rt.Check(status);
+            _rt.Check(status, true);
         }
 
         /// <summary>Takes the owner's execution gate for host work (no timer handler of this owner starts
@@ -341,20 +374,22 @@ namespace SpotTimer
         public bool EnterGate(TimeSpan timeout)
         {
             long ns = Durations.TimeoutNs(timeout, "timeout");
-            _rt.ThrowIfDisposed();
+            _rt.ThrowIfClosed();
             int s = Native.spot_owner_gate_enter(_rt.Handle.Id, Id, ns);
             if (s == (int)SpotStatus.Timeout) return false;
-            _rt.Check(s);
+            _rt.Check(s, true);
             return true;
         }
 
         public void LeaveGate()
         {
-            _rt.Check(_rt.Call(rt => Native.spot_owner_gate_leave(rt, Id)));
+            _rt.Check(_rt.Call(rt => Native.spot_owner_gate_leave(rt, Id), true), true);
         }
 
         /// <summary>Registers (this owner, key) as a repeating timer; an existing registration of the
-        /// key is superseded (its pending ticks never run).</summary>
+        /// key is superseded (its pending ticks never run). Throws SpotInvalidArgumentException for a
+        /// zero period, OwnerRevokedException / LeaseExpiredException when this authority no longer
+        /// holds, RuntimeClosedException after the runtime's Dispose.</summary>
         public Timer Every(ulong key, TimeSpan period, Action<Tick> handler, TimerOptions options = null)
         {
             if (handler == null) throw new ArgumentNullException("handler");
@@ -367,7 +402,8 @@ namespace SpotTimer
             return _rt.Core.Register(_rt, this, key, Durations.NonNegativeNs(period, "period"), false, null, handler, options);
         }
 
-        /// <summary>Registers (this owner, key) as a one-shot timer due after <paramref name="delay"/>.</summary>
+        /// <summary>Registers (this owner, key) as a one-shot timer due after <paramref name="delay"/>.
+        /// Errors as <see cref="Every(ulong, TimeSpan, Action{Tick}, TimerOptions)"/>.</summary>
         public Timer After(ulong key, TimeSpan delay, Action<Tick> handler, TimerOptions options = null)
         {
             if (handler == null) throw new ArgumentNullException("handler");
@@ -413,20 +449,24 @@ namespace SpotTimer
         /// for the terminal result: no new handler of this generation starts from now on; a running
         /// one runs to its end. Throws SpotTimeoutException (the cancel goes on), CleanupFailedException
         /// (the terminal result), WouldDeadlockException when called from inside this timer's own
-        /// handler (the cancel still completes when the handler returns; use CancelAsync).</summary>
+        /// handler (the cancel still completes when the handler returns; use CancelAsync). After the
+        /// runtime's Dispose it gives the generation's terminal result without calling into the
+        /// freed native runtime: RuntimeClosed for a generation the close ended, the recorded result
+        /// for one that ended before (StaleTimerException when none was kept: the library had
+        /// reused its slot, or more than 1024 other ends nobody read followed it).</summary>
         public CancelResult Cancel(TimeSpan timeout)
         {
             long ns = Durations.TimeoutNs(timeout, "timeout");
-            Rt.ThrowIfDisposed();
+            if (Rt.IsDisposed) return Rt.Core.CancelClosed(this, ns);
             return Rt.Core.CancelBlocking(this, ns);
         }
 
         /// <summary>Cancels without blocking; the task completes with the terminal result (faults with
         /// CleanupFailedException when cleanup failed). From inside the timer's own handler it completes
-        /// after the handler ends.</summary>
+        /// after the handler ends. After the runtime's Dispose: the terminal result, as
+        /// <see cref="Cancel"/>.</summary>
         public Task<CancelResult> CancelAsync()
         {
-            Rt.ThrowIfDisposed();
             return Rt.Core.CancelAsync(this);
         }
 

@@ -27,18 +27,33 @@ namespace SpotTimer
                 st.Ended = true;
                 Action onRelease = st.OnRelease;
                 st.Sync = null; st.Async = null; st.OnRelease = null;
-                if (onRelease == null) return 0;
                 try
                 {
-                    onRelease();
-                    return 0;
+                    if (onRelease == null) return 0;
+                    try
+                    {
+                        onRelease();
+                        return 0;
+                    }
+                    catch (Exception e)
+                    {
+                        string m = string.IsNullOrEmpty(e.Message) ? e.GetType().Name : e.Message;
+                        st.CleanupError = m;
+                        WriteMessage(msg, msgLen, m);
+                        return 1;
+                    }
                 }
-                catch (Exception e)
+                finally
                 {
-                    string m = string.IsNullOrEmpty(e.Message) ? e.GetType().Name : e.Message;
-                    st.CleanupError = m;
-                    WriteMessage(msg, msgLen, m);
-                    return 1;
+                    // While the runtime is disposed its close ends every live generation:
+                    // RuntimeClosed, unless a result is known already (a result the library
+                    // reports to a cancel replaces it). An end before the dispose: its
+                    // recorded result is read before the free (RuntimeCore.ResolveEnded).
+                    if (st.Core.Disposed)
+                        Interlocked.CompareExchange(ref st.Terminal, (int)EndReason.RuntimeClosed, TimerState.TerminalUnknown);
+                    else
+                        st.Core.NoteEnded(st);
+                    st.Finished = true;
                 }
             }
             catch (Exception)

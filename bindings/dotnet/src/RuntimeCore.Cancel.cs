@@ -15,17 +15,34 @@ namespace SpotTimer
         internal void StartCancel(Timer t)
         {
             uint reason;
-            Native.spot_timer_cancel(Raw, t.Id, 0, &reason);
+            if (NativeCancel(t, 0, &reason) == 0) t.State.Confirm(reason);
         }
 
-        CancelResult Result(int status, uint reason, TimerState st)
+        /// <summary>spot_timer_cancel, marking the thread as the one that reads the result (see
+        /// <see cref="NoteEnded"/>).</summary>
+        int NativeCancel(Timer t, long timeoutNs, uint* reason)
         {
-            if (status == 0) return new CancelResult((EndReason)reason);
+            var prev = t_cancelling;
+            t_cancelling = t.State;
+            try { return Native.spot_timer_cancel(Raw, t.Id, timeoutNs, reason); }
+            finally { t_cancelling = prev; }
+        }
+
+        /// <summary>The result of a native cancel. A runtime disposed meanwhile (invalid or closed
+        /// handle): the terminal result the close left, as <see cref="CancelClosed"/>.</summary>
+        CancelResult Result(int status, uint reason, Timer t, long timeoutNs)
+        {
+            var st = t.State;
+            if (status == 0)
+            {
+                st.Confirm(reason);
+                return new CancelResult((EndReason)reason);
+            }
             string msg = Native.LastError();
             if (status == (int)SpotStatus.CleanupFailed)
                 throw new CleanupFailedException(st.CleanupError ?? msg);
             if (Disposed && (status == (int)SpotStatus.InvalidHandle || status == (int)SpotStatus.Closed))
-                throw new ObjectDisposedException("SpotTimer.Runtime", msg);
+                return CancelClosed(t, timeoutNs);
             throw SpotTimerException.From(status, msg);
         }
 
@@ -35,16 +52,87 @@ namespace SpotTimer
             if (t.IsCurrentHandler())
             {
                 // Waiting here would wait for this very handler: start the cancel, then fail fast.
-                int s0 = Native.spot_timer_cancel(Raw, t.Id, 0, &reason);
-                if (s0 == 0 || s0 == (int)SpotStatus.CleanupFailed) return Result(s0, reason, t.State);
-                if (s0 != (int)SpotStatus.Timeout) return Result(s0, reason, t.State);
+                int s0 = NativeCancel(t, 0, &reason);
+                if (s0 != (int)SpotStatus.Timeout) return Result(s0, reason, t, 0);
                 throw new WouldDeadlockException(SpotStatus.WouldDeadlock,
                     "Timer.Cancel called from inside the timer's own handler; the cancel takes effect and completes when the handler returns (use CancelAsync to observe it)");
             }
             if (t_dispatching == this && !_callback)
                 return HelpingCancel(t, timeoutNs);
-            int s = Native.spot_timer_cancel(Raw, t.Id, timeoutNs, &reason);
-            return Result(s, reason, t.State);
+            int s = NativeCancel(t, timeoutNs, &reason);
+            return Result(s, reason, t, timeoutNs);
+        }
+
+        // ------------------------------------------------------------------ after Dispose
+
+        /// <summary>Whether the terminal result of <paramref name="st"/> is final without the native
+        /// runtime: its release hook ran, and its result is known (or the close is done, after which
+        /// nothing more can be learnt).</summary>
+        bool TerminalKnown(TimerState st)
+        {
+            return st.Finished && (st.CleanupError != null
+                || Volatile.Read(ref st.Terminal) != TimerState.TerminalUnknown || CloseDone);
+        }
+
+        static CancelResult FromState(TimerState st)
+        {
+            string err = st.CleanupError;
+            if (err != null) throw new CleanupFailedException(err);
+            int r = Volatile.Read(ref st.Terminal);
+            if (r >= 0) return new CancelResult((EndReason)r);
+            throw new StaleTimerException(SpotStatus.StaleTimer,
+                "the runtime was disposed and held no record of this generation any more");
+        }
+
+        /// <summary>A blocking cancel once the runtime is disposed: the generation's terminal result
+        /// from its managed state, never calling into the native runtime. While the dispose is still
+        /// under way (the close has not ended this generation yet) it waits up to
+        /// <paramref name="timeoutNs"/>; on the thread whose batch the close waits for, it throws
+        /// WouldDeadlockException instead.</summary>
+        internal CancelResult CancelClosed(Timer t, long timeoutNs)
+        {
+            var st = t.State;
+            if (!TerminalKnown(st))
+            {
+                if (t.IsCurrentHandler() || t_dispatching == this)
+                    throw new WouldDeadlockException(SpotStatus.WouldDeadlock,
+                        "the runtime is being disposed; its close completes after the batch this thread is running (use CancelAsync to observe it)");
+                WaitTerminal(st, timeoutNs);
+            }
+            return FromState(st);
+        }
+
+        void WaitTerminal(TimerState st, long timeoutNs)
+        {
+            var sw = System.Diagnostics.Stopwatch.StartNew();
+            var spin = new SpinWait();
+            while (!TerminalKnown(st))
+            {
+                if (timeoutNs >= 0 && sw.Elapsed.Ticks * 100 >= timeoutNs)
+                    throw new SpotTimeoutException(SpotStatus.Timeout,
+                        "the runtime is being disposed and has not ended this generation yet");
+                if (spin.NextSpinWillYield) Thread.Sleep(1);
+                else spin.SpinOnce();
+            }
+        }
+
+        /// <summary>Completes <paramref name="tcs"/> with the terminal result the dispose leaves
+        /// (at once when known, else from the thread pool once the close has ended the generation).</summary>
+        void CompleteFromClosed(TaskCompletionSource<CancelResult> tcs, TimerState st)
+        {
+            if (st == null) { tcs.TrySetResult(new CancelResult(EndReason.RuntimeClosed)); return; }
+            Action complete = () =>
+            {
+                try { tcs.TrySetResult(FromState(st)); }
+                catch (Exception e) { tcs.TrySetException(e); }
+            };
+            if (TerminalKnown(st)) { complete(); return; }
+            ThreadPool.QueueUserWorkItem(_ =>
+            {
+                try { WaitTerminal(st, -1); }
+                catch (Exception e) { tcs.TrySetException(e); return; }
+                complete();
+            });
         }
 
         /// <summary>A blocking cancel on the delivering thread (from a synchronous handler of another
@@ -54,10 +142,10 @@ namespace SpotTimer
         {
             uint reason;
             var sw = System.Diagnostics.Stopwatch.StartNew();
-            int s = Native.spot_timer_cancel(Raw, t.Id, 0, &reason);
+            int s = NativeCancel(t, 0, &reason);
             while (true)
             {
-                if (s != (int)SpotStatus.Timeout) return Result(s, reason, t.State);
+                if (s != (int)SpotStatus.Timeout) return Result(s, reason, t, timeoutNs);
                 // 1. completions of handlers this thread already ran in the current batch
                 if (_compsRef != null && _compCountRef > 0)
                 {
@@ -85,10 +173,10 @@ namespace SpotTimer
                 if (timeoutNs >= 0)
                 {
                     long left = timeoutNs - elapsed;
-                    if (left <= 0) return Result((int)SpotStatus.Timeout, 0, t.State);
+                    if (left <= 0) return Result((int)SpotStatus.Timeout, 0, t, 0);
                     if (left < slice) slice = left;
                 }
-                s = Native.spot_timer_cancel(Raw, t.Id, slice, &reason);
+                s = NativeCancel(t, slice, &reason);
             }
         }
 
@@ -113,23 +201,41 @@ namespace SpotTimer
             {
                 if (st.CancelTask != null) return st.CancelTask;
                 var tcs = new TaskCompletionSource<CancelResult>(TaskCreationOptions.RunContinuationsAsynchronously);
+                st.CancelTask = tcs.Task;
+                if (Disposed)
+                {
+                    // Never into the freed native runtime: the result the close left.
+                    CompleteFromClosed(tcs, st);
+                    return tcs.Task;
+                }
                 ulong tag = (ulong)Interlocked.Increment(ref s_nextTag);
                 _cancelWaiters[tag] = new KeyValuePair { Tcs = tcs, State = st };
                 uint done, reason;
-                int s = Native.spot_timer_cancel_async(Raw, t.Id, tag, &done, &reason);
+                int s;
+                var prev = t_cancelling;
+                t_cancelling = st; // a result at once is read here
+                try { s = Native.spot_timer_cancel_async(Raw, t.Id, tag, &done, &reason); }
+                finally { t_cancelling = prev; }
                 if (s != 0 || done != 0)
                 {
                     KeyValuePair ignored;
                     _cancelWaiters.TryRemove(tag, out ignored);
-                    try { tcs.TrySetResult(Result(s, reason, st)); }
-                    catch (Exception e) { tcs.TrySetException(e); }
+                    if (s == 0) { st.Confirm(reason); tcs.TrySetResult(new CancelResult((EndReason)reason)); }
+                    else if (Disposed && (s == (int)SpotStatus.InvalidHandle || s == (int)SpotStatus.Closed))
+                        CompleteFromClosed(tcs, st);
+                    else
+                    {
+                        string msg = Native.LastError();
+                        if (s == (int)SpotStatus.CleanupFailed) tcs.TrySetException(new CleanupFailedException(st.CleanupError ?? msg));
+                        else tcs.TrySetException(SpotTimerException.From(s, msg));
+                    }
                 }
                 else if (Disposed)
                 {
+                    // The dispose began meanwhile: its notice may never arrive.
                     KeyValuePair w;
-                    if (_cancelWaiters.TryRemove(tag, out w)) ResolveFromState(w);
+                    if (_cancelWaiters.TryRemove(tag, out w)) CompleteFromClosed(w.Tcs, w.State);
                 }
-                st.CancelTask = tcs.Task;
                 return tcs.Task;
             }
         }
@@ -138,7 +244,11 @@ namespace SpotTimer
         {
             KeyValuePair w;
             if (!_cancelWaiters.TryRemove(tag, out w)) return;
-            if (status == 0) w.Tcs.TrySetResult(new CancelResult((EndReason)reason));
+            if (status == 0)
+            {
+                if (w.State != null) w.State.Confirm(reason);
+                w.Tcs.TrySetResult(new CancelResult((EndReason)reason));
+            }
             else if (status == (int)SpotStatus.CleanupFailed)
                 w.Tcs.TrySetException(new CleanupFailedException(w.State.CleanupError ?? "cleanup failed"));
             else w.Tcs.TrySetException(SpotTimerException.From(status, ""));

@@ -1,5 +1,6 @@
 using System;
 using System.Runtime.InteropServices;
+using System.Threading;
 using System.Threading.Tasks;
 using SpotTimer.Interop;
 
@@ -34,5 +35,23 @@ namespace SpotTimer
         }
         public ulong OwnerId, Key;
         public Task<CancelResult> CancelTask;
+
+        public const int TerminalUnknown = -1, TerminalStale = -2;
+
+        /// <summary>The generation's terminal result as far as the binding knows it: an
+        /// <see cref="EndReason"/> value, <see cref="TerminalUnknown"/>, or <see cref="TerminalStale"/>
+        /// (the library had no record of it left when the runtime was disposed). Cancel/CancelAsync
+        /// answer from it once the runtime is disposed, never calling into the freed native
+        /// runtime. Set from every result the library reports (<see cref="Confirm"/>: cancels,
+        /// cancel notices, and <see cref="RuntimeCore.ResolveEnded"/>, which reads the recorded
+        /// results of recent earlier ends before the free) and, for a generation the dispose's
+        /// close ends, by its release hook (RuntimeClosed, unless known already).</summary>
+        public int Terminal = TerminalUnknown;
+
+        /// <summary>The release hook ran to its end: <see cref="CleanupError"/> is final.</summary>
+        public volatile bool Finished;
+
+        /// <summary>A terminal result the library reported for this generation.</summary>
+        public void Confirm(uint reason) { Volatile.Write(ref Terminal, (int)reason); }
     }
 }

@@ -87,7 +87,7 @@ namespace SpotTimer.Tests
         }
 
         [Test]
-        public void DoubleDispose_IsHarmless_AndUseAfterDisposeThrowsObjectDisposed()
+        public void DoubleDispose_IsHarmless_UseAfterDispose_RuntimeClosedOrObjectDisposed()
         {
             var rt = Runtime.CreateManual();
             var owner = rt.AcquireOwner(1);
@@ -96,16 +96,165 @@ namespace SpotTimer.Tests
             rt.Dispose();
             rt.Dispose();
             Assert.IsTrue(rt.IsDisposed);
-            Assert.Throws<ObjectDisposedException>(() => rt.AcquireOwner(2));
-            Assert.Throws<ObjectDisposedException>(() => rt.Every(TimeSpan.FromMilliseconds(1), t => { }));
+            // registrations and owner calls: the contract's "runtime closed"
+            Assert.Throws<RuntimeClosedException>(() => rt.AcquireOwner(2));
+            Assert.Throws<RuntimeClosedException>(() => rt.Every(TimeSpan.FromMilliseconds(1), t => { }));
+            Assert.Throws<RuntimeClosedException>(() => owner.Every(2, TimeSpan.FromMilliseconds(1), t => { }));
+            Assert.Throws<RuntimeClosedException>(() => owner.After(2, TimeSpan.FromMilliseconds(1), t => { }));
+            Assert.Throws<RuntimeClosedException>(() => owner.Renew(TimeSpan.FromSeconds(1)));
+            Assert.Throws<RuntimeClosedException>(() => owner.Revoke());
+            Assert.Throws<RuntimeClosedException>(() => owner.Release());
+            Assert.Throws<RuntimeClosedException>(() => owner.EnterGate(TimeSpan.Zero));
+            Assert.Throws<RuntimeClosedException>(() => owner.LeaveGate());
+            // the freed clock and counters
             Assert.Throws<ObjectDisposedException>(() => rt.Advance(TimeSpan.FromMilliseconds(1)));
             Assert.Throws<ObjectDisposedException>(() => rt.GetStats());
-            Assert.Throws<ObjectDisposedException>(() => owner.Every(2, TimeSpan.FromMilliseconds(1), t => { }));
-            Assert.Throws<ObjectDisposedException>(() => owner.Renew(TimeSpan.FromSeconds(1)));
-            Assert.Throws<ObjectDisposedException>(() => timer.Cancel(TimeSpan.FromSeconds(1)));
+            Assert.Throws<ObjectDisposedException>(() => { var n = rt.Now; });
             Assert.Throws<ObjectDisposedException>(() => timer.GetStats());
+            // cancels: the generation's terminal result
             Assert.IsTrue(pending.Wait(5000));
-            Assert.IsTrue(pending.Result.Reason == EndReason.Cancelled || pending.Result.Reason == EndReason.RuntimeClosed);
+            Assert.AreEqual(EndReason.Cancelled, pending.Result.Reason);
+            Assert.AreEqual(EndReason.Cancelled, timer.Cancel(TimeSpan.FromSeconds(1)).Reason);
+        }
+
+        [Test, Timeout(30000)]
+        public void CancelAfterDispose_GivesEachGenerationsTerminalResult_WithoutTheNativeRuntime()
+        {
+            var rt = Runtime.CreateManual();
+            var owner = rt.AcquireOwner(1);
+            var live = owner.Every(1, TimeSpan.FromMilliseconds(10), t => { });
+            var superseded = owner.Every(2, TimeSpan.FromMilliseconds(10), t => { });
+            var successor = owner.Every(2, TimeSpan.FromMilliseconds(10), t => { });
+            int shots = 0;
+            var oneShot = owner.After(3, TimeSpan.FromMilliseconds(5), t => shots++);
+            var failing = owner.Every(4, TimeSpan.FromMilliseconds(10), t => { },
+                new TimerOptions { OnRelease = () => { throw new InvalidOperationException("boom at close"); } });
+            var other = rt.AcquireOwner(2);
+            var revoked = other.Every(1, TimeSpan.FromMilliseconds(10), t => { });
+            other.Revoke();
+            var leased = rt.AcquireOwner(3, TimeSpan.FromMilliseconds(10));
+            var expired = leased.Every(1, TimeSpan.FromMilliseconds(100), t => { });
+            rt.Advance(TimeSpan.FromMilliseconds(20));
+            Assert.AreEqual(1, shots);
+            // many generations the close ends do not crowd out those that ended before
+            var many = rt.AcquireOwner(4, null, GateMode.Concurrent);
+            var crowd = new List<Timer>();
+            for (int i = 0; i < 3000; i++) crowd.Add(many.Every((ulong)i, TimeSpan.FromSeconds(1), t => { }));
+            rt.Dispose();
+            foreach (var c in crowd) Assert.AreEqual(EndReason.RuntimeClosed, c.Cancel(TimeSpan.Zero).Reason);
+
+            // None of these was cancelled before the dispose: the binding read the recorded
+            // results of those that had ended before it freed the native runtime.
+            var expect = new[]
+            {
+                Tuple.Create(live, EndReason.RuntimeClosed), Tuple.Create(superseded, EndReason.Superseded),
+                Tuple.Create(successor, EndReason.RuntimeClosed), Tuple.Create(oneShot, EndReason.Completed),
+                Tuple.Create(revoked, EndReason.Revoked), Tuple.Create(expired, EndReason.LeaseExpired),
+            };
+            foreach (var e in expect)
+            {
+                Assert.IsTrue(e.Item1.HasEnded, e.Item1.ToString());
+                Assert.AreEqual(e.Item2, e.Item1.Cancel(TimeSpan.FromSeconds(5)).Reason, e.Item1.ToString());
+                Assert.AreEqual(e.Item2, e.Item1.Cancel(Timeout.InfiniteTimeSpan).Reason, e.Item1.ToString() + " again");
+                Assert.AreEqual(e.Item2, e.Item1.CancelAsync().Result.Reason, e.Item1.ToString() + " async");
+                e.Item1.Dispose();
+            }
+            // the close ended it and its release hook failed: every caller sees the failure
+            for (int i = 0; i < 2; i++)
+            {
+                var ex = Assert.Throws<CleanupFailedException>(() => failing.Cancel(TimeSpan.FromSeconds(5)));
+                StringAssert.Contains("boom at close", ex.CleanupMessage);
+            }
+            var agg = Assert.Throws<AggregateException>(() => failing.CancelAsync().Wait(5000));
+            Assert.IsInstanceOf<CleanupFailedException>(agg.InnerException);
+        }
+
+        [Test, Timeout(60000)]
+        public void CancelAfterDispose_ManyUnreadEndsBefore_RecentOnesKeepTheirResult_OlderOnesStale()
+        {
+            // The binding keeps the results of the most recent ends nobody read (1024); an older
+            // one has no record left once the runtime is freed, as a reused slot in the library.
+            var rt = Runtime.CreateManual();
+            var owner = rt.AcquireOwner(1, null, GateMode.Concurrent);
+            var shots = new List<Timer>();
+            for (int i = 0; i < 1500; i++) shots.Add(owner.After((ulong)i, TimeSpan.FromMilliseconds(1), t => { }));
+            rt.Advance(TimeSpan.FromMilliseconds(1));
+            rt.Dispose();
+            int completed = 0, stale = 0;
+            foreach (var t in shots)
+            {
+                try
+                {
+                    Assert.AreEqual(EndReason.Completed, t.Cancel(TimeSpan.FromSeconds(5)).Reason);
+                    completed++;
+                }
+                catch (StaleTimerException) { stale++; }
+            }
+            Assert.GreaterOrEqual(completed, 1000, "stale: " + stale);
+            Assert.AreEqual(1500, completed + stale);
+        }
+
+        [Test, Timeout(60000)]
+        public void CancelAfterDispose_RealClockAndCallbackDelivery_GiveRuntimeClosed()
+        {
+            foreach (var delivery in new[] { DeliveryMode.Exchange, DeliveryMode.Callback })
+            {
+                var rt = new Runtime(new RuntimeOptions { Delivery = delivery });
+                int released = 0;
+                var timers = new List<Timer>();
+                for (int i = 0; i < 20; i++)
+                    timers.Add(rt.Every(TimeSpan.FromMilliseconds(1), t => { },
+                        new TimerOptions { OnRelease = () => Interlocked.Increment(ref released) }));
+                var early = rt.AcquireOwner(7).Every(1, TimeSpan.FromMilliseconds(1), t => { });
+                Assert.AreEqual(EndReason.Cancelled, early.Cancel(TimeSpan.FromSeconds(10)).Reason);
+                var pending = timers[0].CancelAsync(); // may complete before the dispose or with it
+                Thread.Sleep(20);
+                rt.Dispose();
+                Assert.AreEqual(20, Volatile.Read(ref released), delivery.ToString());
+                Assert.IsTrue(pending.Wait(10000), delivery.ToString());
+                Assert.AreEqual(pending.Result.Reason, timers[0].Cancel(TimeSpan.FromSeconds(10)).Reason);
+                for (int i = 1; i < timers.Count; i++)
+                {
+                    Assert.AreEqual(EndReason.RuntimeClosed, timers[i].Cancel(TimeSpan.FromSeconds(10)).Reason, delivery + " " + i);
+                    Assert.AreEqual(EndReason.RuntimeClosed, timers[i].CancelAsync().Result.Reason, delivery + " " + i);
+                }
+                Assert.AreEqual(EndReason.Cancelled, early.Cancel(TimeSpan.FromSeconds(10)).Reason);
+                Assert.Throws<RuntimeClosedException>(() => rt.Every(TimeSpan.FromMilliseconds(1), t => { }), delivery.ToString());
+            }
+        }
+
+        [Test, Timeout(60000)]
+        public void DisposeFromInsideAHandler_ThenCancel_WouldDeadlockInside_RuntimeClosedAfterwards()
+        {
+            foreach (var mode in new[] { "manual", "real", "callback" })
+            {
+                var rt = mode == "manual" ? Runtime.CreateManual()
+                    : new Runtime(new RuntimeOptions { Delivery = mode == "callback" ? DeliveryMode.Callback : DeliveryMode.Exchange });
+                string inside = null;
+                Task<CancelResult> async = null;
+                var done = new ManualResetEventSlim();
+                Timer timer = null;
+                var registered = new ManualResetEventSlim();
+                timer = rt.AcquireOwner(1).Every(1, TimeSpan.FromMilliseconds(5), t =>
+                {
+                    if (!registered.IsSet || done.IsSet) return;
+                    rt.Dispose();
+                    // The close completes after this batch (or has already ended this generation
+                    // where the library closes from inside the callback).
+                    try { inside = timer.Cancel(TimeSpan.FromSeconds(5)).Reason.ToString(); }
+                    catch (WouldDeadlockException) { inside = "WouldDeadlock"; }
+                    catch (Exception e) { inside = e.GetType().Name; }
+                    async = timer.CancelAsync();
+                    done.Set();
+                });
+                registered.Set();
+                if (mode == "manual") rt.Advance(TimeSpan.FromMilliseconds(5));
+                Assert.IsTrue(done.Wait(10000), mode);
+                Assert.IsTrue(inside == "WouldDeadlock" || inside == "RuntimeClosed", mode + ": " + inside);
+                Assert.IsTrue(async.Wait(10000), mode);
+                Assert.AreEqual(EndReason.RuntimeClosed, async.Result.Reason, mode);
+                Assert.AreEqual(EndReason.RuntimeClosed, timer.Cancel(TimeSpan.FromSeconds(10)).Reason, mode);
+            }
         }
 
         [Test, Timeout(30000)]
@@ -528,7 +677,7 @@ namespace SpotTimer.Tests
         [Test]
         public void StatusNamesAndAbiVersion()
         {
-            Assert.AreEqual(0x00020000u, SpotTimer.Interop.Native.spot_abi_version());
+            Assert.AreEqual(0x00020001u, SpotTimer.Interop.Native.spot_abi_version()); // 2.1: spot_runtime_close
             Assert.AreEqual("SPOT_E_TIMEOUT", SpotTimer.Interop.Native.StatusName(11));
             Assert.AreEqual("SPOT_E_UNKNOWN_STATUS", SpotTimer.Interop.Native.StatusName(999));
         }
