@@ -18,6 +18,7 @@ include $(sort $(wildcard mk/*.mk))
 help:
 	@echo "make demo   - run the main job: 10,000 owners x 2 timers on one scheduler thread"
 	@echo "make test   - every test of every language (installs what it needs)"
+	@echo "make test-reliability - loom, Miri, fuzzing, stress, fault tests, ThreadSanitizer"
 	@echo "make bench  - benchmark suite (QUICK=1 for a short run)"
 
 demo: demo-rust $(DEMO_TARGETS)

@@ -3,8 +3,6 @@
 # Own target dir: the cfg changes every crate's build.
 LOOM_TARGET := $(ROOT)/target/loom
 
-TEST_TARGETS += test-loom
-
 .PHONY: test-loom
 test-loom:
 	RUSTFLAGS="--cfg spot_loom" CARGO_TARGET_DIR=$(LOOM_TARGET) \

@@ -1,7 +1,7 @@
 # Reliability: Miri, cargo-fuzz smoke runs, stress with the accounting identity,
 # fault tests (C and Python), ThreadSanitizer over the library with the C fault program and
 # the stress tests.
-#   make test-reliability          quick form (part of `make test`)
+#   make test-reliability          quick form (CI runs it after `make test`)
 #   make test-reliability LONG=1   long form: 10M churn operations, 4 churn threads,
 #                                  60 s slow handlers, 10 min of fuzzing per target, ...
 # Pieces: reliability-miri, reliability-fuzz, reliability-stress, reliability-faults-c,
@@ -40,8 +40,6 @@ REL_PY_ENV := RELIABILITY_PY_TICKS=1000000
 REL_REPLAY_CASES := 200
 REL_LIMIT := 600
 endif
-
-TEST_TARGETS += test-reliability
 
 .PHONY: test-reliability reliability-miri reliability-fuzz reliability-stress \
 	reliability-faults-c reliability-tsan reliability-faults-py reliability-clang \

@@ -1,0 +1,93 @@
+//! The object catalog's index of evictable Spots (L5): a dense list and a cursor, so each
+//! idle scan examines at most [`SCAN_LIMIT`] Spots and continues where the previous one
+//! stopped — the cost of a pass does not depend on how many Spots exist.
+
+use std::collections::HashMap;
+
+use crate::kind::SpotId;
+
+/// The most Spots one scan examines.
+pub const SCAN_LIMIT: usize = 64;
+
+#[derive(Default)]
+pub(crate) struct Catalog {
+    ids: Vec<SpotId>,
+    position: HashMap<SpotId, usize>,
+    cursor: usize,
+}
+
+impl Catalog {
+    pub fn insert(&mut self, id: SpotId) {
+        if self.position.contains_key(&id) {
+            return;
+        }
+        self.position.insert(id, self.ids.len());
+        self.ids.push(id);
+    }
+
+    pub fn remove(&mut self, id: SpotId) {
+        let Some(i) = self.position.remove(&id) else {
+            return;
+        };
+        self.ids.swap_remove(i);
+        if let Some(moved) = self.ids.get(i) {
+            self.position.insert(*moved, i);
+        }
+        if self.cursor > i {
+            // The last element moved into `i`, which the cursor has passed: keep it from
+            // being skipped this round by stepping back over the hole.
+            self.cursor -= 1;
+        }
+    }
+
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// The next at most `SCAN_LIMIT` ids from the cursor (wrapping once), advancing it.
+    pub fn next_batch(&mut self, out: &mut Vec<SpotId>) {
+        out.clear();
+        let n = self.ids.len();
+        if n == 0 {
+            return;
+        }
+        if self.cursor >= n {
+            self.cursor = 0;
+        }
+        for _ in 0..SCAN_LIMIT.min(n) {
+            out.push(self.ids[self.cursor]);
+            self.cursor += 1;
+            if self.cursor == n {
+                self.cursor = 0;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scan_examines_at_most_the_limit_and_resumes_at_the_cursor() {
+        let mut c = Catalog::default();
+        for i in 0..200 {
+            c.insert(SpotId(i));
+        }
+        let mut out = Vec::new();
+        c.next_batch(&mut out);
+        assert_eq!(out.len(), SCAN_LIMIT);
+        assert_eq!(out[0], SpotId(0));
+        c.next_batch(&mut out);
+        assert_eq!(out[0], SpotId(64));
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..4 {
+            c.next_batch(&mut out);
+            seen.extend(out.iter().copied());
+        }
+        assert_eq!(seen.len(), 200, "every id is examined within a few passes");
+        c.remove(SpotId(5));
+        assert_eq!(c.len(), 199);
+    }
+}

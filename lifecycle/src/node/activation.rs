@@ -1,0 +1,296 @@
+//! Creation (L3): only an explicit intent creates; the factory runs once however many
+//! callers race; Ready is published to the admission view in the same continuation as the
+//! store's commit; a failed creation releases its reservation.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::Instant;
+
+use parking_lot::{Condvar, Mutex};
+
+use super::{LocalSpot, Node, SpotState};
+use crate::error::{LifecycleError, Queue, Result};
+use crate::kind::{SpotId, SpotKind};
+use crate::lane::LaneUse;
+use crate::resolver::{resolve, Resolution};
+
+/// The first message of a Spot being created: its lane and payload.
+pub(crate) type First = (crate::lane::LaneKind, Box<[u8]>);
+
+/// One creation attempt of this process; callers that lose the race wait on it.
+#[derive(Default)]
+pub(crate) struct Attempt {
+    outcome: Mutex<Option<Result<()>>>,
+    done: Condvar,
+}
+
+impl Attempt {
+    fn finish(&self, r: Result<()>) {
+        *self.outcome.lock() = Some(r);
+        self.done.notify_all();
+    }
+
+    fn wait(&self, until: Instant) -> Option<Result<()>> {
+        let mut o = self.outcome.lock();
+        while o.is_none() {
+            if self.done.wait_until(&mut o, until).timed_out() {
+                break;
+            }
+        }
+        o.clone()
+    }
+}
+
+impl Node {
+    /// Makes sure Spot `id` of `kind` exists somewhere: creates it when the store says
+    /// Missing (placing it on a live node below its cap, this one first), waits for a
+    /// creation in progress, refuses Unavailable. Returns the owner node and the Spot's
+    /// object generation. A creation that happens here admits `first` as the Spot's first
+    /// message (and takes it out of the option).
+    pub(crate) fn create(
+        &self,
+        id: SpotId,
+        kind: SpotKind,
+        first: &mut Option<First>,
+    ) -> Result<(crate::store::NodeId, u64)> {
+        let until = Instant::now() + self.config.creation_wait;
+        loop {
+            self.check_open()?;
+            if let Some(s) = self.local(id) {
+                return self.same_kind(&s, kind).map(|_| (self.id, s.generation));
+            }
+            let view = self.store.read(id)?;
+            match resolve(&view) {
+                Resolution::Ready {
+                    authority,
+                    kind: actual,
+                } => {
+                    if actual != kind {
+                        return Err(LifecycleError::WrongKind {
+                            spot: id,
+                            expected: kind,
+                            actual,
+                        });
+                    }
+                    let generation = view.record.map_or(0, |r| r.object_generation);
+                    return Ok((authority.node, generation));
+                }
+                Resolution::Creating { revision } => {
+                    if Instant::now() >= until {
+                        return Err(LifecycleError::Unavailable {
+                            spot: id,
+                            evidence: "another creation of it did not finish in time".into(),
+                        });
+                    }
+                    self.store.wait_change(
+                        id,
+                        revision,
+                        until.saturating_duration_since(Instant::now()),
+                    );
+                }
+                Resolution::Unavailable { evidence, .. } => {
+                    return Err(LifecycleError::Unavailable {
+                        spot: id,
+                        evidence: evidence.into(),
+                    })
+                }
+                Resolution::Missing => {
+                    let Some(target) = self.store.place(self.id) else {
+                        self.counters.reject(Queue::Activation);
+                        return Err(LifecycleError::CapacityExceeded {
+                            queue: Queue::Activation,
+                        });
+                    };
+                    if target == self.id {
+                        match self.activate(id, kind, first)? {
+                            Some(s) => return Ok((self.id, s.generation)),
+                            None => continue, // created elsewhere meanwhile: read again
+                        }
+                    }
+                    let Some(remote) = self.cluster.as_ref().and_then(|c| c.node(target)) else {
+                        return Err(LifecycleError::Unavailable {
+                            spot: id,
+                            evidence: "the node chosen for it cannot be reached".into(),
+                        });
+                    };
+                    match remote.activate(id, kind, first)? {
+                        Some(s) => return Ok((target, s.generation)),
+                        None => continue,
+                    }
+                }
+            }
+        }
+    }
+
+    fn same_kind(&self, s: &LocalSpot, kind: SpotKind) -> Result<()> {
+        if s.kind != kind {
+            return Err(LifecycleError::WrongKind {
+                spot: s.id,
+                expected: kind,
+                actual: s.kind,
+            });
+        }
+        Ok(())
+    }
+
+    /// Creates Spot `id` on this node (local activation). Concurrent callers in this
+    /// process share one attempt; across nodes, the store's reservation picks one. None
+    /// when another node created it meanwhile.
+    pub(crate) fn activate(
+        &self,
+        id: SpotId,
+        kind: SpotKind,
+        first: &mut Option<First>,
+    ) -> Result<Option<Arc<LocalSpot>>> {
+        let until = Instant::now() + self.config.creation_wait;
+        loop {
+            self.check_open()?;
+            if let Some(s) = self.local(id) {
+                self.same_kind(&s, kind)?;
+                return Ok(Some(s));
+            }
+            let (attempt, mine) = {
+                let mut attempts = self.attempts.lock();
+                match attempts.get(&id) {
+                    Some(a) => (a.clone(), false),
+                    None => {
+                        let a = Arc::new(Attempt::default());
+                        attempts.insert(id, a.clone());
+                        (a, true)
+                    }
+                }
+            };
+            if !mine {
+                match attempt.wait(until) {
+                    Some(Ok(())) => continue,
+                    Some(Err(e)) => return Err(e),
+                    None => {
+                        return Err(LifecycleError::Unavailable {
+                            spot: id,
+                            evidence: "its creation did not finish in time".into(),
+                        })
+                    }
+                }
+            }
+            let r = self.activate_once(id, kind, first);
+            self.attempts.lock().remove(&id);
+            attempt.finish(r.as_ref().map(|_| ()).map_err(Clone::clone));
+            match r {
+                Ok(Some(s)) => return Ok(Some(s)),
+                // Someone else holds the reservation: go round and wait for it.
+                Ok(None) => {
+                    if Instant::now() >= until {
+                        return Err(LifecycleError::Unavailable {
+                            spot: id,
+                            evidence: "another creation of it did not finish in time".into(),
+                        });
+                    }
+                    let view = self.store.read(id)?;
+                    match resolve(&view) {
+                        Resolution::Creating { revision } => self.store.wait_change(
+                            id,
+                            revision,
+                            until.saturating_duration_since(Instant::now()),
+                        ),
+                        Resolution::Ready { authority, .. } if authority.node != self.id => {
+                            return Ok(None)
+                        }
+                        Resolution::Unavailable { evidence, .. } => {
+                            return Err(LifecycleError::Unavailable {
+                                spot: id,
+                                evidence: evidence.into(),
+                            })
+                        }
+                        _ => {}
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// One attempt holding this process's attempt slot for `id`: reserve, run the
+    /// factory, start the owner, publish and commit Ready, admit `first`. `Ok(None)`:
+    /// another creator holds the reservation.
+    fn activate_once(
+        &self,
+        id: SpotId,
+        kind: SpotKind,
+        first: &mut Option<First>,
+    ) -> Result<Option<Arc<LocalSpot>>> {
+        if self.spots.read().len() as u64 >= self.config.active_cap {
+            self.counters.reject(Queue::Activation);
+            return Err(LifecycleError::CapacityExceeded {
+                queue: Queue::Activation,
+            });
+        }
+        let Some(reservation) = self.store.reserve(id, kind, self.id)? else {
+            return Ok(None);
+        };
+        let fail = |e: LifecycleError| {
+            self.store.abort(&reservation);
+            self.counters.creation_failures.fetch_add(1, Relaxed);
+            e
+        };
+        if let Some(factory) = &self.config.factory {
+            self.counters.factory_runs.fetch_add(1, Relaxed);
+            let made = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| factory(id, kind)))
+                .unwrap_or_else(|_| Err("the factory panicked".to_string()));
+            if let Err(msg) = made {
+                return Err(fail(LifecycleError::CreationFailed {
+                    spot: id,
+                    message: msg.into(),
+                }));
+            }
+        }
+        let owner = self
+            .rt
+            .acquire_owner(id.0, self.owner_options())
+            .map_err(|e| fail(e.into()))?;
+        let spot = Arc::new(LocalSpot {
+            id,
+            kind,
+            generation: reservation.generation,
+            authority: reservation.authority,
+            owner,
+            next_doorbell: AtomicU64::new(0),
+            state: parking_lot::Mutex::new(SpotState {
+                application: LaneUse::default(),
+                lifecycle: LaneUse::default(),
+                application_queue: Default::default(),
+                lifecycle_queue: Default::default(),
+                in_flight: 0,
+                last_finished: self.rt.now(),
+                closing: false,
+            }),
+        });
+        // Publication (L3): the Spot enters the admission view with its lock held, then
+        // Ready is committed, then the creating call's message is admitted, then the lock
+        // opens. Whoever finds the Spot meanwhile — here, or a node that read Ready from
+        // the store — waits on that lock: nothing is admitted before the commit, and the
+        // creator's message is the first.
+        let mut st = spot.state.lock();
+        self.spots.write().insert(id, spot.clone());
+        if let Err(e) = self.store.commit_ready(&reservation) {
+            st.closing = true;
+            drop(st);
+            self.spots.write().remove(&id);
+            let _ = spot.owner.release();
+            return Err(fail(e));
+        }
+        if crate::kind::evictable(kind) {
+            self.catalog.lock().insert(id);
+        }
+        self.counters.created.fetch_add(1, Relaxed);
+        if let Some((lane, payload)) = first.take() {
+            if let Err(e) = self.admit_locked(&spot, &mut st, lane, payload) {
+                drop(st);
+                self.publish_active();
+                return Err(e);
+            }
+        }
+        drop(st);
+        self.publish_active();
+        Ok(Some(spot))
+    }
+}

@@ -1,0 +1,292 @@
+//! Admission: sending work to a Spot. An ordinary send reaches only a Ready Spot and
+//! never creates one (L3); an instance intent creates a missing Instance Spot first. The
+//! receiving node checks that it owns the Spot and that its lease runs — never the
+//! object generation — and a stale route ends with `StaleRoute`, not retried (L4). A
+//! lane admits by count and bytes, `payload + 256 B` per item (L6).
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::{Duration, Instant};
+
+use spot_timer_core::TimerSpec;
+
+use super::{Item, LocalSpot, Node};
+use crate::error::{LifecycleError, Queue, Result, StaleReason};
+use crate::kind::{Instance, Spot, SpotId, SpotKind, User};
+use crate::lane::{LaneKind, ITEM_OVERHEAD_BYTES};
+use crate::resolver::{resolve, Resolution};
+use crate::store::NodeId;
+use crate::work::{Work, DOORBELL_KEY};
+
+impl Node {
+    /// Sends an application message to a Ready Spot. A missing id gives `NotFound`
+    /// (nothing is created); a route to a node that no longer owns the Spot gives
+    /// `StaleRoute` (the message did not run; it is not retried).
+    pub fn send(&self, spot: SpotId, payload: impl Into<Box<[u8]>>) -> Result<()> {
+        self.route(spot, LaneKind::Application, payload.into(), None)
+            .map(|_| ())
+    }
+
+    /// Sends lifecycle work to a Ready Spot (its lifecycle lane, served first).
+    pub fn send_lifecycle(&self, spot: SpotId, payload: impl Into<Box<[u8]>>) -> Result<()> {
+        self.route(spot, LaneKind::Lifecycle, payload.into(), None)
+            .map(|_| ())
+    }
+
+    /// The instance intent: sends to Instance Spot `spot`, creating it first if it does
+    /// not exist (the factory runs once however many callers race).
+    pub fn send_or_create(
+        &self,
+        spot: SpotId,
+        payload: impl Into<Box<[u8]>>,
+    ) -> Result<Spot<Instance>> {
+        let (_, generation) = self.route(
+            spot,
+            LaneKind::Application,
+            payload.into(),
+            Some(SpotKind::Instance),
+        )?;
+        Ok(Spot::new(spot, generation))
+    }
+
+    /// Creates User Spot `id` (or returns it if it exists already).
+    pub fn create_user_spot(&self, id: SpotId) -> Result<Spot<User>> {
+        self.check_open()?;
+        let (_, generation) = self.create(id, SpotKind::User, &mut None)?;
+        Ok(Spot::new(id, generation))
+    }
+
+    /// Delivers `payload` to `spot` wherever it is. Returns the owner node and the
+    /// Spot's object generation.
+    fn route(
+        &self,
+        spot: SpotId,
+        lane: LaneKind,
+        payload: Box<[u8]>,
+        create: Option<SpotKind>,
+    ) -> Result<(NodeId, u64)> {
+        self.check_open()?;
+        if let Some(s) = self.local(spot) {
+            self.check_kind(&s, create)?;
+            self.admit(&s, lane, payload)?;
+            return Ok((self.id, s.generation));
+        }
+        let cached = self.routes.lock().get(&spot).copied();
+        if let Some(node) = cached {
+            return self.forward(node, spot, lane, payload, create);
+        }
+        let until = Instant::now() + self.config.creation_wait;
+        loop {
+            let view = self.store.read(spot)?;
+            match resolve(&view) {
+                Resolution::Ready { authority, kind } => {
+                    if let Some(k) = create {
+                        if k != kind {
+                            return Err(LifecycleError::WrongKind {
+                                spot,
+                                expected: k,
+                                actual: kind,
+                            });
+                        }
+                    }
+                    if authority.node == self.id {
+                        // Created here since the first look at the admission view?
+                        if let Some(s) = self.local(spot) {
+                            self.admit(&s, lane, payload)?;
+                            return Ok((self.id, s.generation));
+                        }
+                        // Ours in the store but not in the admission view: it is closing.
+                        self.counters.stale_routes.fetch_add(1, Relaxed);
+                        return Err(LifecycleError::StaleRoute {
+                            spot,
+                            reason: StaleReason::Closing,
+                        });
+                    }
+                    // Only Ready routes are cached (never Creating).
+                    self.routes.lock().insert(spot, authority.node);
+                    return self.forward(authority.node, spot, lane, payload, create);
+                }
+                Resolution::Creating { revision } => {
+                    let left = until.saturating_duration_since(Instant::now());
+                    if left == Duration::ZERO {
+                        return Err(LifecycleError::Unavailable {
+                            spot,
+                            evidence: "its creation did not finish in time".into(),
+                        });
+                    }
+                    self.store.wait_change(spot, revision, left);
+                }
+                Resolution::Unavailable { evidence, .. } => {
+                    return Err(LifecycleError::Unavailable {
+                        spot,
+                        evidence: evidence.into(),
+                    })
+                }
+                Resolution::Missing => match create {
+                    None => return Err(LifecycleError::NotFound(spot)),
+                    Some(kind) => {
+                        // The creating call's message is the Spot's first.
+                        let mut first = Some((lane, payload));
+                        let (node, generation) = self.create(spot, kind, &mut first)?;
+                        let Some((lane, payload)) = first else {
+                            return Ok((node, generation));
+                        };
+                        if node == self.id {
+                            let s = self.local(spot).ok_or(LifecycleError::NotFound(spot))?;
+                            self.admit(&s, lane, payload)?;
+                            return Ok((self.id, s.generation));
+                        }
+                        self.routes.lock().insert(spot, node);
+                        return self.forward(node, spot, lane, payload, create);
+                    }
+                },
+            }
+        }
+    }
+
+    fn check_kind(&self, s: &LocalSpot, create: Option<SpotKind>) -> Result<()> {
+        match create {
+            Some(k) if k != s.kind => Err(LifecycleError::WrongKind {
+                spot: s.id,
+                expected: k,
+                actual: s.kind,
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Hands the message to node `node`; a stale answer drops the cached route.
+    fn forward(
+        &self,
+        node: NodeId,
+        spot: SpotId,
+        lane: LaneKind,
+        payload: Box<[u8]>,
+        create: Option<SpotKind>,
+    ) -> Result<(NodeId, u64)> {
+        let r = match self.cluster.as_ref().and_then(|c| c.node(node)) {
+            Some(remote) if node != self.id => remote.accept(spot, lane, payload, create),
+            _ => Err(LifecycleError::StaleRoute {
+                spot,
+                reason: StaleReason::NotOwner,
+            }),
+        };
+        if let Err(LifecycleError::StaleRoute { .. }) = &r {
+            self.routes.lock().remove(&spot);
+            self.counters.stale_routes.fetch_add(1, Relaxed);
+        }
+        r.map(|g| (node, g))
+    }
+
+    /// The receiving side of a routed message (L4): admitted only if this node owns the
+    /// Spot now and its owner's lease runs. The object generation is not compared.
+    pub(crate) fn accept(
+        &self,
+        spot: SpotId,
+        lane: LaneKind,
+        payload: Box<[u8]>,
+        create: Option<SpotKind>,
+    ) -> Result<u64> {
+        self.check_open()?;
+        let Some(s) = self.local(spot) else {
+            self.counters.stale_routes.fetch_add(1, Relaxed);
+            return Err(LifecycleError::StaleRoute {
+                spot,
+                reason: StaleReason::NotOwner,
+            });
+        };
+        self.check_kind(&s, create)?;
+        self.admit(&s, lane, payload)?;
+        Ok(s.generation)
+    }
+
+    /// Admits one item to a local Spot's lane and rings its doorbell: one record of the
+    /// timer runtime per item, so the item runs under the Spot's gate and lease check and
+    /// in the same batches as its ticks.
+    pub(crate) fn admit(&self, s: &LocalSpot, lane: LaneKind, payload: Box<[u8]>) -> Result<()> {
+        if let Err(e) = s.owner.check() {
+            self.counters.stale_routes.fetch_add(1, Relaxed);
+            let reason = match e {
+                spot_timer_core::Error::LeaseExpired => StaleReason::LeaseExpired,
+                _ => StaleReason::NotOwner,
+            };
+            return Err(LifecycleError::StaleRoute { spot: s.id, reason });
+        }
+        let mut st = s.state.lock();
+        self.admit_locked(s, &mut st, lane, payload)
+    }
+
+    /// [`Node::admit`] with the Spot's lock already held (the creator admits the first
+    /// message before anyone else can).
+    pub(crate) fn admit_locked(
+        &self,
+        s: &LocalSpot,
+        st: &mut super::SpotState,
+        lane: LaneKind,
+        payload: Box<[u8]>,
+    ) -> Result<()> {
+        let len = payload.len() as u64;
+        if st.closing {
+            self.counters.stale_routes.fetch_add(1, Relaxed);
+            return Err(LifecycleError::StaleRoute {
+                spot: s.id,
+                reason: StaleReason::Closing,
+            });
+        }
+        let limits = match lane {
+            LaneKind::Application => &self.config.application_lane,
+            LaneKind::Lifecycle => &self.config.lifecycle_lane,
+        };
+        let use_ = match lane {
+            LaneKind::Application => &mut st.application,
+            LaneKind::Lifecycle => &mut st.lifecycle,
+        };
+        let cost = match use_.reserve(limits, lane, len) {
+            Ok(c) => c,
+            Err(e) => {
+                self.counters.reject(lane.queue());
+                return Err(e);
+            }
+        };
+        let inbound = self.inbound_bytes.fetch_add(len, Relaxed) + len;
+        if inbound > self.config.node_inbound_bytes {
+            self.inbound_bytes.fetch_sub(len, Relaxed);
+            use_.release(cost);
+            self.counters.reject(Queue::NodeInbound);
+            return Err(LifecycleError::CapacityExceeded {
+                queue: Queue::NodeInbound,
+            });
+        }
+        let key = DOORBELL_KEY | s.next_doorbell.fetch_add(1, Relaxed);
+        // Registered under the Spot's lock so the doorbell and the item cannot be
+        // separated by a close; the timer runtime calls nothing of ours back.
+        if let Err(e) =
+            s.owner
+                .register_id(key, TimerSpec::after(Duration::ZERO), Work::Doorbell, None)
+        {
+            self.inbound_bytes.fetch_sub(len, Relaxed);
+            match lane {
+                LaneKind::Application => st.application.release(cost),
+                LaneKind::Lifecycle => st.lifecycle.release(cost),
+            }
+            return Err(match e {
+                spot_timer_core::Error::LeaseExpired => LifecycleError::StaleRoute {
+                    spot: s.id,
+                    reason: StaleReason::LeaseExpired,
+                },
+                spot_timer_core::Error::Revoked => LifecycleError::StaleRoute {
+                    spot: s.id,
+                    reason: StaleReason::NotOwner,
+                },
+                other => other.into(),
+            });
+        }
+        let item = Item { payload, cost };
+        match lane {
+            LaneKind::Application => st.application_queue.push_back(item),
+            LaneKind::Lifecycle => st.lifecycle_queue.push_back(item),
+        }
+        self.counters.messages_admitted.fetch_add(1, Relaxed);
+        debug_assert!(cost >= ITEM_OVERHEAD_BYTES);
+        Ok(())
+    }
+}

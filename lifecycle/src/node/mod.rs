@@ -1,0 +1,466 @@
+//! A node: one timer runtime, its Spots (the local admission view), the creation
+//! coordinator, the object catalog and the lanes.
+//!
+//! Ground rules:
+//! - A Spot is in the admission view (`spots`) exactly while it is Ready on this node: it
+//!   enters in the same synchronous continuation as the store's Ready commit (before any
+//!   message can be admitted) and leaves only after its closing callback, before the
+//!   store's release.
+//! - A Spot's lanes, queues and activity are guarded by its own mutex; no other lock is
+//!   taken while it is held except the timer runtime's (a doorbell registration), which
+//!   never calls back into this layer.
+//! - Work reaches the host only as records of the timer runtime, so a Spot's messages and
+//!   timer ticks share its serial gate (T9), its owner's lease check (T6) and the batch.
+//!
+//! Split by role: `activation` (creation, L3), `admission` (send, routing, L4, L6),
+//! `delivery` (exchange and completion), `closing` (close and idle eviction, L5).
+
+mod activation;
+mod admission;
+mod closing;
+mod delivery;
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::{Mutex, RwLock};
+use spot_timer_core::{ClockKind, GateMode, Nanos, Owner, Runtime, RuntimeConfig, Sink};
+
+use crate::catalog::Catalog;
+use crate::cluster::Cluster;
+use crate::error::{LifecycleError, Queue, Result};
+use crate::kind::{Entry, Instance, Kind, Spot, SpotId, SpotKind, User};
+use crate::lane::{LaneKind, LaneLimits, LaneUse};
+use crate::store::{Authority, LocationStore, NodeId};
+use crate::work::{Work, DEFAULT_CREATION_WAIT};
+
+pub(crate) use activation::Attempt;
+
+/// Runs once per creation of a Spot (the application builds its object); an error fails
+/// the creation and releases its reservation.
+pub type Factory = Arc<dyn Fn(SpotId, SpotKind) -> std::result::Result<(), String> + Send + Sync>;
+
+/// Called once when a Spot closes, before its location is released; no new work is
+/// admitted meanwhile. The application saves what it needs here.
+pub type ClosingCallback = Arc<dyn Fn(SpotId, SpotKind, CloseReason) + Send + Sync>;
+
+/// Why a Spot closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CloseReason {
+    /// Idle past `instance_idle_timeout` (Instance Spots only).
+    IdleEvicted,
+    /// Closed by an explicit call.
+    Closed,
+    /// Its node shut down.
+    NodeShutdown,
+}
+
+/// How to build a node.
+#[derive(Clone)]
+pub struct NodeConfig {
+    /// This node's id in the cluster.
+    pub node: NodeId,
+    /// The id of this node's Entry Spot.
+    pub entry: SpotId,
+    /// The clock of the node's timer runtime (manual for tests).
+    pub clock: ClockKind,
+    /// Limits of each Spot's application lane (default 1,024 items / 64 MiB).
+    pub application_lane: LaneLimits,
+    /// Limits of each Spot's lifecycle lane (default 128 items / 4 MiB).
+    pub lifecycle_lane: LaneLimits,
+    /// Payload bytes pending on the whole node (default 1 GiB).
+    pub node_inbound_bytes: u64,
+    /// Active Spots on this node, the Entry Spot included (default 100,000).
+    pub active_cap: u64,
+    /// Instance Spots idle this long are evicted (None: never).
+    pub instance_idle_timeout: Option<Duration>,
+    /// How long a caller waits for another caller's creation of the same id.
+    pub creation_wait: Duration,
+    /// The Spots' owner lease in the timer runtime (None: none).
+    pub owner_lease: Option<Duration>,
+    /// Builds a Spot's object.
+    pub factory: Option<Factory>,
+    /// Told when a Spot closes.
+    pub on_close: Option<ClosingCallback>,
+}
+
+impl Default for NodeConfig {
+    fn default() -> Self {
+        Self {
+            node: NodeId(1),
+            entry: SpotId(0),
+            clock: ClockKind::Real,
+            application_lane: LaneLimits::APPLICATION,
+            lifecycle_lane: LaneLimits::LIFECYCLE,
+            node_inbound_bytes: 1 << 30,
+            active_cap: 100_000,
+            instance_idle_timeout: Some(Duration::from_secs(15 * 60)),
+            creation_wait: DEFAULT_CREATION_WAIT,
+            owner_lease: None,
+            factory: None,
+            on_close: None,
+        }
+    }
+}
+
+/// A node's counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NodeStats {
+    /// Gauge: Spots active on this node (the Entry Spot included).
+    pub active_spots: u64,
+    /// Counter: Spots created here (factory succeeded, Ready committed).
+    pub created: u64,
+    /// Counter: factory calls.
+    pub factory_runs: u64,
+    /// Counter: creations that failed (factory or store).
+    pub creation_failures: u64,
+    /// Counter: Instance Spots evicted idle.
+    pub evicted: u64,
+    /// Counter: Spots closed by a call or the node's shutdown.
+    pub closed: u64,
+    /// Counter: messages admitted to a lane.
+    pub messages_admitted: u64,
+    /// Counter: messages whose handler ran and completed (Ok or Failed).
+    pub messages_completed: u64,
+    /// Counter: admitted messages that never ran (their Spot closed or its authority
+    /// ended first). Once quiet: `admitted == completed + dropped`.
+    pub messages_dropped: u64,
+    /// Counter: admissions refused by a Spot's application lane.
+    pub rejected_application_lane: u64,
+    /// Counter: admissions refused by a Spot's lifecycle lane.
+    pub rejected_lifecycle_lane: u64,
+    /// Counter: admissions refused by the node's inbound byte budget.
+    pub rejected_node_inbound: u64,
+    /// Counter: activations refused by the active cap.
+    pub rejected_activation: u64,
+    /// Counter: messages that ended with `StaleRoute`.
+    pub stale_routes: u64,
+    /// Counter: timer ticks kept (deferred) because the application lane was full.
+    pub ticks_deferred: u64,
+    /// Counter: idle-eviction passes.
+    pub eviction_passes: u64,
+    /// Counter: Spots examined by those passes (at most 64 per pass).
+    pub eviction_examined: u64,
+}
+
+#[derive(Default)]
+struct Counters {
+    created: AtomicU64,
+    factory_runs: AtomicU64,
+    creation_failures: AtomicU64,
+    evicted: AtomicU64,
+    closed: AtomicU64,
+    messages_admitted: AtomicU64,
+    messages_completed: AtomicU64,
+    messages_dropped: AtomicU64,
+    rejected: [AtomicU64; 4],
+    stale_routes: AtomicU64,
+    ticks_deferred: AtomicU64,
+    eviction_passes: AtomicU64,
+    eviction_examined: AtomicU64,
+}
+
+impl Counters {
+    fn reject(&self, queue: Queue) {
+        self.rejected[queue as usize].fetch_add(1, Relaxed);
+    }
+}
+
+/// One queued message.
+struct Item {
+    payload: Box<[u8]>,
+    cost: u64,
+}
+
+/// What a Spot holds, under its mutex.
+pub(crate) struct SpotState {
+    application: LaneUse,
+    lifecycle: LaneUse,
+    application_queue: VecDeque<Item>,
+    lifecycle_queue: VecDeque<Item>,
+    /// Records of this Spot handed to the host and not yet completed.
+    in_flight: u32,
+    /// When its last application work finished (or it was created).
+    last_finished: Nanos,
+    /// A close is in progress: nothing more is admitted.
+    closing: bool,
+}
+
+impl SpotState {
+    fn quiescent(&self) -> bool {
+        self.in_flight == 0 && self.application.items == 0 && self.lifecycle.items == 0
+    }
+}
+
+/// A Spot active on this node.
+pub(crate) struct LocalSpot {
+    id: SpotId,
+    kind: SpotKind,
+    generation: u64,
+    authority: Authority,
+    owner: Owner<Work>,
+    next_doorbell: AtomicU64,
+    state: Mutex<SpotState>,
+}
+
+/// What a node lists for relocation when it drains (L2): its User and Instance Spots, and
+/// the actors of its Entry Spot — never the Entry Spot itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RelocationTarget {
+    /// A Spot that moves.
+    Spot(SpotId, SpotKind),
+    /// An actor living in the Entry Spot.
+    EntryActor(u64),
+}
+
+/// A node of the Spot lifecycle.
+pub struct Node {
+    id: NodeId,
+    config: NodeConfig,
+    rt: Runtime<Work>,
+    store: Arc<dyn LocationStore>,
+    cluster: Option<Arc<Cluster>>,
+    spots: RwLock<HashMap<SpotId, Arc<LocalSpot>>>,
+    attempts: Mutex<HashMap<SpotId, Arc<Attempt>>>,
+    routes: Mutex<HashMap<SpotId, NodeId>>,
+    catalog: Mutex<Catalog>,
+    entry_actors: Mutex<Vec<u64>>,
+    inbound_bytes: AtomicU64,
+    counters: Counters,
+    /// Completions of ticks kept (deferred) while handing records over, applied by the
+    /// next exchange.
+    deferred: Mutex<Vec<spot_timer_core::Completion>>,
+    closed: std::sync::atomic::AtomicBool,
+}
+
+impl Node {
+    /// Starts a node: registers it in the store (and in `cluster`, for simulated nodes in
+    /// one process) and creates its Entry Spot.
+    pub fn start(
+        config: NodeConfig,
+        store: Arc<dyn LocationStore>,
+        cluster: Option<Arc<Cluster>>,
+    ) -> Result<Arc<Self>> {
+        config.application_lane.validate("application lane")?;
+        config.lifecycle_lane.validate("lifecycle lane")?;
+        if config.active_cap == 0 {
+            return Err(LifecycleError::InvalidArgument(
+                "active_cap must be at least 1 (the Entry Spot)".into(),
+            ));
+        }
+        let rt = Runtime::new(RuntimeConfig {
+            clock: config.clock.clone(),
+            sink: Sink::Exchange,
+            ..RuntimeConfig::default()
+        })?;
+        store.register_node(config.node, config.active_cap)?;
+        let node = Arc::new(Self {
+            id: config.node,
+            config,
+            rt,
+            store,
+            cluster,
+            spots: RwLock::default(),
+            attempts: Mutex::default(),
+            routes: Mutex::default(),
+            catalog: Mutex::default(),
+            entry_actors: Mutex::default(),
+            inbound_bytes: AtomicU64::new(0),
+            counters: Counters::default(),
+            deferred: Mutex::default(),
+            closed: Default::default(),
+        });
+        if let Some(c) = &node.cluster {
+            c.join(&node);
+        }
+        if node
+            .activate(node.config.entry, SpotKind::Entry, &mut None)?
+            .is_none()
+        {
+            return Err(LifecycleError::InvalidArgument(format!(
+                "entry spot id {} is owned by another node",
+                node.config.entry
+            )));
+        }
+        Ok(node)
+    }
+
+    /// This node's id.
+    pub fn id(&self) -> NodeId {
+        self.id
+    }
+
+    /// The node's Entry Spot.
+    pub fn entry(&self) -> Spot<Entry> {
+        let s = self
+            .local(self.config.entry)
+            .expect("the Entry Spot lives as long as its node");
+        Spot::new(s.id, s.generation)
+    }
+
+    /// The Instance Spot `id` if it is active on this node.
+    pub fn instance(&self, id: SpotId) -> Result<Spot<Instance>> {
+        self.typed(id)
+    }
+
+    /// The User Spot `id` if it is active on this node.
+    pub fn user(&self, id: SpotId) -> Result<Spot<User>> {
+        self.typed(id)
+    }
+
+    fn typed<K: Kind>(&self, id: SpotId) -> Result<Spot<K>> {
+        let s = self.local(id).ok_or(LifecycleError::NotFound(id))?;
+        if s.kind != K::KIND {
+            return Err(LifecycleError::WrongKind {
+                spot: id,
+                expected: K::KIND,
+                actual: s.kind,
+            });
+        }
+        Ok(Spot::new(s.id, s.generation))
+    }
+
+    pub(crate) fn local(&self, id: SpotId) -> Option<Arc<LocalSpot>> {
+        self.spots.read().get(&id).cloned()
+    }
+
+    /// Registers a repeating timer of a Spot (key below 2^63): each tick is application
+    /// work of the Spot — admitted to its lane, run under its serial gate.
+    pub fn every<K: Kind>(
+        &self,
+        spot: &Spot<K>,
+        key: u64,
+        period: Duration,
+        value: u64,
+    ) -> Result<spot_timer_core::TimerId> {
+        if key & crate::work::DOORBELL_KEY != 0 {
+            return Err(LifecycleError::InvalidArgument(format!(
+                "timer key {key} is reserved (keys must be below 2^63)"
+            )));
+        }
+        let s = self.current(spot)?;
+        Ok(s.owner.register_id(
+            key,
+            spot_timer_core::TimerSpec::every(period),
+            Work::Timer(value),
+            None,
+        )?)
+    }
+
+    /// The local Spot a handle names, if it is still that activation.
+    fn current<K: Kind>(&self, spot: &Spot<K>) -> Result<Arc<LocalSpot>> {
+        match self.local(spot.id()) {
+            Some(s) if s.generation == spot.generation() => Ok(s),
+            _ => Err(LifecycleError::NotFound(spot.id())),
+        }
+    }
+
+    /// Adds an actor to the Entry Spot (it is listed for relocation, L2).
+    pub fn add_entry_actor(&self, actor: u64) {
+        let mut a = self.entry_actors.lock();
+        if !a.contains(&actor) {
+            a.push(actor);
+        }
+    }
+
+    /// Removes an actor from the Entry Spot.
+    pub fn remove_entry_actor(&self, actor: u64) {
+        self.entry_actors.lock().retain(|a| *a != actor);
+    }
+
+    /// What this node would hand over if it drained now (L2).
+    pub fn relocation_targets(&self) -> Vec<RelocationTarget> {
+        let mut out: Vec<RelocationTarget> = self
+            .spots
+            .read()
+            .values()
+            .filter(|s| crate::kind::relocatable(s.kind))
+            .map(|s| RelocationTarget::Spot(s.id, s.kind))
+            .collect();
+        out.extend(
+            self.entry_actors
+                .lock()
+                .iter()
+                .map(|a| RelocationTarget::EntryActor(*a)),
+        );
+        out
+    }
+
+    /// Manual clock only: moves time forward and lets the timer runtime deliver what came
+    /// due.
+    pub fn advance(&self, by: Duration) -> Result<()> {
+        Ok(self.rt.advance(by)?)
+    }
+
+    /// The current time on the node's clock (nanoseconds).
+    pub fn now(&self) -> Nanos {
+        self.rt.now()
+    }
+
+    /// The counters of the timer runtime underneath (its records, batches, crossings).
+    pub fn timer_stats(&self) -> spot_timer_core::Stats {
+        self.rt.stats()
+    }
+
+    /// The node's counters.
+    pub fn stats(&self) -> NodeStats {
+        let c = &self.counters;
+        let r = |q: Queue| c.rejected[q as usize].load(Relaxed);
+        NodeStats {
+            active_spots: self.spots.read().len() as u64,
+            created: c.created.load(Relaxed),
+            factory_runs: c.factory_runs.load(Relaxed),
+            creation_failures: c.creation_failures.load(Relaxed),
+            evicted: c.evicted.load(Relaxed),
+            closed: c.closed.load(Relaxed),
+            messages_admitted: c.messages_admitted.load(Relaxed),
+            messages_completed: c.messages_completed.load(Relaxed),
+            messages_dropped: c.messages_dropped.load(Relaxed),
+            rejected_application_lane: r(Queue::ApplicationLane),
+            rejected_lifecycle_lane: r(Queue::LifecycleLane),
+            rejected_node_inbound: r(Queue::NodeInbound),
+            rejected_activation: r(Queue::Activation),
+            stale_routes: c.stale_routes.load(Relaxed),
+            ticks_deferred: c.ticks_deferred.load(Relaxed),
+            eviction_passes: c.eviction_passes.load(Relaxed),
+            eviction_examined: c.eviction_examined.load(Relaxed),
+        }
+    }
+
+    /// What one Spot's lanes hold now.
+    pub fn lane_use<K: Kind>(&self, spot: &Spot<K>, lane: LaneKind) -> Result<LaneUse> {
+        let s = self.current(spot)?;
+        let st = s.state.lock();
+        Ok(match lane {
+            LaneKind::Application => st.application,
+            LaneKind::Lifecycle => st.lifecycle,
+        })
+    }
+
+    fn check_open(&self) -> Result<()> {
+        if self.closed.load(std::sync::atomic::Ordering::Acquire) {
+            return Err(LifecycleError::Closed);
+        }
+        Ok(())
+    }
+
+    fn owner_options(&self) -> spot_timer_core::OwnerOptions {
+        spot_timer_core::OwnerOptions {
+            lease: self.config.owner_lease,
+            gate: GateMode::Serial,
+        }
+    }
+
+    fn publish_active(&self) {
+        self.store
+            .set_active(self.id, self.spots.read().len() as u64);
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}

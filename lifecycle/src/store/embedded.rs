@@ -1,0 +1,231 @@
+//! The in-process Location Store: one mutex over a map, a condition variable for
+//! creation waiters. Nodes are simulated: a test marks one down (its Spots become
+//! Unavailable) or gone (its lease is over: its authorities are released, the ids are
+//! Missing again).
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use parking_lot::{Condvar, Mutex};
+
+use super::*;
+use crate::error::LifecycleError;
+
+#[derive(Default)]
+struct State {
+    revision: u64,
+    records: HashMap<SpotId, (LocationRecord, u64)>,
+    /// Object generations of ids whose records were released: a re-creation continues
+    /// from here.
+    generations: HashMap<SpotId, u64>,
+    nodes: HashMap<NodeId, NodeEntry>,
+}
+
+struct NodeEntry {
+    status: NodeStatus,
+    cap: u64,
+    active: u64,
+}
+
+/// The embedded Location Store (the default).
+#[derive(Default)]
+pub struct EmbeddedStore {
+    state: Mutex<State>,
+    changed: Condvar,
+}
+
+impl EmbeddedStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Marks a node unusable while its lease still runs: its Spots are Unavailable.
+    pub fn mark_down(&self, node: NodeId) {
+        let mut s = self.state.lock();
+        if let Some(n) = s.nodes.get_mut(&node) {
+            n.status = NodeStatus::Down;
+        }
+        s.revision += 1;
+        self.changed.notify_all();
+    }
+
+    /// Ends a node's lease: its authorities are released (the ids become Missing).
+    pub fn expire_node(&self, node: NodeId) {
+        let mut s = self.state.lock();
+        if let Some(n) = s.nodes.get_mut(&node) {
+            n.status = NodeStatus::Gone;
+            n.active = 0;
+        }
+        let gone: Vec<SpotId> = s
+            .records
+            .iter()
+            .filter(|(_, (r, _))| r.authority.node == node)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in gone {
+            if let Some((r, _)) = s.records.remove(&id) {
+                s.generations.insert(id, r.object_generation);
+            }
+        }
+        s.revision += 1;
+        self.changed.notify_all();
+    }
+
+    /// Number of location records (Creating or Ready).
+    pub fn len(&self) -> usize {
+        self.state.lock().records.len()
+    }
+
+    /// True when no Spot has a location.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl LocationStore for EmbeddedStore {
+    fn register_node(&self, node: NodeId, active_cap: u64) -> Result<()> {
+        let mut s = self.state.lock();
+        s.nodes.insert(
+            node,
+            NodeEntry {
+                status: NodeStatus::Alive,
+                cap: active_cap,
+                active: 0,
+            },
+        );
+        s.revision += 1;
+        Ok(())
+    }
+
+    fn set_active(&self, node: NodeId, active: u64) {
+        if let Some(n) = self.state.lock().nodes.get_mut(&node) {
+            n.active = active;
+        }
+    }
+
+    fn place(&self, preferred: NodeId) -> Option<NodeId> {
+        let s = self.state.lock();
+        let open = |n: &NodeEntry| n.status == NodeStatus::Alive && n.active < n.cap;
+        if s.nodes.get(&preferred).is_some_and(open) {
+            return Some(preferred);
+        }
+        s.nodes
+            .iter()
+            .filter(|(_, n)| open(n))
+            .min_by_key(|(id, n)| (n.active, **id))
+            .map(|(id, _)| *id)
+    }
+
+    fn node_status(&self, node: NodeId) -> NodeStatus {
+        self.state
+            .lock()
+            .nodes
+            .get(&node)
+            .map_or(NodeStatus::Gone, |n| n.status)
+    }
+
+    fn read(&self, spot: SpotId) -> Result<StoreView> {
+        let s = self.state.lock();
+        let record = s.records.get(&spot).map(|(r, _)| *r);
+        let owner_status = record.map(|r| {
+            s.nodes
+                .get(&r.authority.node)
+                .map_or(NodeStatus::Gone, |n| n.status)
+        });
+        Ok(StoreView {
+            record,
+            owner_status,
+            revision: s.records.get(&spot).map_or(s.revision, |(_, rev)| *rev),
+        })
+    }
+
+    fn reserve(&self, spot: SpotId, kind: SpotKind, node: NodeId) -> Result<Option<Reservation>> {
+        let mut s = self.state.lock();
+        if s.records.contains_key(&spot) {
+            return Ok(None);
+        }
+        if s.nodes
+            .get(&node)
+            .is_none_or(|n| n.status != NodeStatus::Alive)
+        {
+            return Err(LifecycleError::Store(
+                format!("node {} is not a live node of this store", node.0).into(),
+            ));
+        }
+        s.revision += 1;
+        let rev = s.revision;
+        let generation = s.generations.get(&spot).copied().unwrap_or(0) + 1;
+        let authority = Authority { node, epoch: rev };
+        let record = LocationRecord {
+            kind,
+            state: LocationState::Creating,
+            authority,
+            object_generation: generation,
+        };
+        s.records.insert(spot, (record, rev));
+        self.changed.notify_all();
+        Ok(Some(Reservation {
+            spot,
+            kind,
+            generation,
+            authority,
+        }))
+    }
+
+    fn commit_ready(&self, r: &Reservation) -> Result<LocationRecord> {
+        let mut s = self.state.lock();
+        s.revision += 1;
+        let rev = s.revision;
+        let Some((record, at)) = s.records.get_mut(&r.spot) else {
+            return Err(LifecycleError::Store("the reservation is gone".into()));
+        };
+        if record.authority != r.authority || record.state != LocationState::Creating {
+            return Err(LifecycleError::Store(
+                "the reservation was fenced off by a newer authority".into(),
+            ));
+        }
+        record.state = LocationState::Ready;
+        *at = rev;
+        let out = *record;
+        self.changed.notify_all();
+        Ok(out)
+    }
+
+    fn abort(&self, r: &Reservation) {
+        let mut s = self.state.lock();
+        if s.records
+            .get(&r.spot)
+            .is_some_and(|(rec, _)| rec.authority == r.authority)
+        {
+            s.records.remove(&r.spot);
+            s.revision += 1;
+        }
+        self.changed.notify_all();
+    }
+
+    fn release(&self, spot: SpotId, authority: Authority) -> Result<()> {
+        let mut s = self.state.lock();
+        match s.records.get(&spot) {
+            Some((r, _)) if r.authority == authority => {
+                let generation = r.object_generation;
+                s.records.remove(&spot);
+                s.generations.insert(spot, generation);
+                s.revision += 1;
+                self.changed.notify_all();
+                Ok(())
+            }
+            _ => Err(LifecycleError::Store(
+                format!("spot {spot}: the released authority is not the current one").into(),
+            )),
+        }
+    }
+
+    fn wait_change(&self, spot: SpotId, seen: u64, timeout: Duration) {
+        let mut s = self.state.lock();
+        let unchanged = |s: &State| s.records.get(&spot).is_some_and(|(_, rev)| *rev == seen);
+        if unchanged(&s) {
+            let _ = self.changed.wait_for(&mut s, timeout);
+        }
+    }
+}

@@ -1,0 +1,116 @@
+//! The Location Store: for every Spot id, its authority (owner node, the node's lease
+//! incarnation, the authority epoch), its state and its object generation; plus the
+//! nodes, their liveness and their active counts for placement.
+//!
+//! An interface, so that a distributed store can stand behind it (etcd: a node's lease is
+//! an etcd lease, revisions are fences, the create-reservation a transaction comparing
+//! "key absent"). [`EmbeddedStore`] is the in-process default: one node, or several
+//! simulated nodes sharing one store in one process.
+
+mod embedded;
+
+pub use embedded::EmbeddedStore;
+
+use crate::error::Result;
+use crate::kind::{SpotId, SpotKind};
+
+/// A node's id in the cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct NodeId(pub u64);
+
+/// Who holds a Spot: the owner node and the authority epoch (the fence of every
+/// lifecycle change; an ordinary message is never checked against it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Authority {
+    /// The owner node.
+    pub node: NodeId,
+    /// The store revision that created this authority: unique per authority.
+    pub epoch: u64,
+}
+
+/// Where a Spot's location record is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LocationState {
+    /// A creation attempt holds the reservation.
+    Creating,
+    /// The Spot accepts application work on its owner node.
+    Ready,
+}
+
+/// One Spot's location record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LocationRecord {
+    /// The Spot's kind.
+    pub kind: SpotKind,
+    /// Creating or Ready.
+    pub state: LocationState,
+    /// The owner and the authority epoch.
+    pub authority: Authority,
+    /// Bumped each time the id is created again.
+    pub object_generation: u64,
+}
+
+/// What the store says about a node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeStatus {
+    /// Registered, its lease running.
+    Alive,
+    /// Known to be unusable (unreachable), its lease not yet over: its Spots are
+    /// Unavailable, not Missing — nothing may re-create them yet.
+    Down,
+    /// Its lease is over; its authorities have been released.
+    Gone,
+}
+
+/// A read of one id: its record (if any) and the store revision it was read at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoreView {
+    /// The record, if an authority (or a creation attempt) exists.
+    pub record: Option<LocationRecord>,
+    /// The owner node's status, when there is a record.
+    pub owner_status: Option<NodeStatus>,
+    /// The store's revision at the read.
+    pub revision: u64,
+}
+
+/// The right to create one id, won by an atomic compare-and-put (key absent).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reservation {
+    /// The id reserved.
+    pub spot: SpotId,
+    /// The kind being created.
+    pub kind: SpotKind,
+    /// The object generation the Spot will have.
+    pub generation: u64,
+    /// The creator and the fence of this attempt.
+    pub authority: Authority,
+}
+
+/// A Location Store. Every method is atomic with respect to the others.
+pub trait LocationStore: Send + Sync {
+    /// Registers a node with its active-Spot cap (or registers it again after it was
+    /// down).
+    fn register_node(&self, node: NodeId, active_cap: u64) -> Result<()>;
+    /// Updates the node's count of active Spots (for placement).
+    fn set_active(&self, node: NodeId, active: u64);
+    /// A live node whose active count is below its cap, preferring `preferred`, then the
+    /// least loaded; None when every node is full.
+    fn place(&self, preferred: NodeId) -> Option<NodeId>;
+    /// The node's status.
+    fn node_status(&self, node: NodeId) -> NodeStatus;
+    /// Reads one id.
+    fn read(&self, spot: SpotId) -> Result<StoreView>;
+    /// Reserves the right to create `spot` on `node` if no record exists: the winner of
+    /// concurrent reservations gets `Some`; the others `None` (and read again).
+    fn reserve(&self, spot: SpotId, kind: SpotKind, node: NodeId) -> Result<Option<Reservation>>;
+    /// Commits a reservation as Ready (fenced: fails if the reservation is gone). Returns
+    /// the new record.
+    fn commit_ready(&self, reservation: &Reservation) -> Result<LocationRecord>;
+    /// Drops a reservation whose creation failed.
+    fn abort(&self, reservation: &Reservation);
+    /// Releases an authority after its Spot closed (fenced by the authority epoch): the id
+    /// is Missing afterwards.
+    fn release(&self, spot: SpotId, authority: Authority) -> Result<()>;
+    /// Waits up to `timeout` for the record of `spot` to change from revision `seen`.
+    fn wait_change(&self, spot: SpotId, seen: u64, timeout: std::time::Duration);
+}

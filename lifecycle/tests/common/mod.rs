@@ -1,0 +1,121 @@
+//! A host for lifecycle tests: nodes on manual clocks sharing one embedded store, and a
+//! loop that runs every ready record through a handler.
+#![allow(dead_code)]
+
+use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use spot_lifecycle::*;
+use spot_timer_core::{ClockKind, ManualClock};
+
+/// One closing callback: the Spot, its kind, why, and whether its location was still
+/// recorded in the store when the callback ran.
+pub type Closed = (SpotId, SpotKind, CloseReason, bool);
+
+pub struct World {
+    pub store: Arc<EmbeddedStore>,
+    pub cluster: Arc<Cluster>,
+    pub factory_runs: Arc<AtomicU64>,
+    pub closes: Arc<Mutex<Vec<Closed>>>,
+}
+
+impl World {
+    pub fn new() -> Self {
+        Self {
+            store: Arc::new(EmbeddedStore::new()),
+            cluster: Cluster::new(),
+            factory_runs: Arc::default(),
+            closes: Arc::default(),
+        }
+    }
+
+    /// A config for node `id` (entry Spot id 1000 + id) on a fresh manual clock, with a
+    /// counting factory and a closing callback that records whether the Spot's location
+    /// was still in the store when it ran.
+    pub fn config(&self, id: u64) -> NodeConfig {
+        let runs = self.factory_runs.clone();
+        let closes = self.closes.clone();
+        let store = self.store.clone();
+        NodeConfig {
+            node: NodeId(id),
+            entry: SpotId(1000 + id),
+            clock: ClockKind::Manual(ManualClock::new()),
+            factory: Some(Arc::new(move |_, _| {
+                runs.fetch_add(1, SeqCst);
+                Ok(())
+            })),
+            on_close: Some(Arc::new(move |spot, kind, reason| {
+                let located = store
+                    .read(spot)
+                    .map(|v| v.record.is_some())
+                    .unwrap_or(false);
+                closes.lock().unwrap().push((spot, kind, reason, located));
+            })),
+            ..NodeConfig::default()
+        }
+    }
+
+    pub fn node(&self, id: u64) -> Arc<Node> {
+        self.node_with(self.config(id))
+    }
+
+    pub fn node_with(&self, config: NodeConfig) -> Arc<Node> {
+        Node::start(config, self.store.clone(), Some(self.cluster.clone())).expect("node")
+    }
+
+    pub fn factory_runs(&self) -> u64 {
+        self.factory_runs.load(SeqCst)
+    }
+}
+
+/// What a handler saw.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ran {
+    Message(SpotId, Vec<u8>),
+    Tick(SpotId, u64),
+}
+
+/// Lets the node's timer runtime deliver what is due, then runs every ready record with
+/// a handler that records it and completes it Ok; until nothing is ready.
+pub fn run_ready(node: &Node) -> Vec<Ran> {
+    let mut ran = Vec::new();
+    let mut done = Vec::new();
+    loop {
+        node.advance(Duration::ZERO).unwrap();
+        let mut out = Vec::new();
+        node.exchange(&done, &mut out, 4096, Some(Duration::ZERO))
+            .unwrap();
+        done.clear();
+        if out.is_empty() {
+            break;
+        }
+        for r in &out {
+            if node.begin(r) {
+                ran.push(match r {
+                    SpotRecord::Message(m) => Ran::Message(m.spot(), m.payload().to_vec()),
+                    SpotRecord::Tick(t) => Ran::Tick(t.spot(), t.key()),
+                });
+                done.push(r.complete(Outcome::Ok));
+            } else {
+                done.push(r.complete(Outcome::NotStarted));
+            }
+        }
+    }
+    ran
+}
+
+/// Receives ready records without completing them.
+pub fn take_ready(node: &Node) -> Vec<SpotRecord> {
+    node.advance(Duration::ZERO).unwrap();
+    let mut out = Vec::new();
+    node.exchange(&[], &mut out, 4096, Some(Duration::ZERO))
+        .unwrap();
+    out
+}
+
+pub fn messages_for(ran: &[Ran], spot: SpotId) -> usize {
+    ran.iter()
+        .filter(|r| matches!(r, Ran::Message(s, _) if *s == spot))
+        .count()
+}
