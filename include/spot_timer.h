@@ -84,6 +84,71 @@ extern "C" {
 
 
 /**
+ * `spot_node_record::kind`: a message sent to the Spot.
+ */
+#define SPOT_WORK_MESSAGE 0
+
+/**
+ * `spot_node_record::kind`: a tick of one of the Spot's timers.
+ */
+#define SPOT_WORK_TICK 1
+
+/**
+ * A lane: application work (messages, ticks).
+ */
+#define SPOT_LANE_APPLICATION 0
+
+/**
+ * A lane: lifecycle work (served first).
+ */
+#define SPOT_LANE_LIFECYCLE 1
+
+/**
+ * Spot kinds (0 is invalid and refused, like every unknown value).
+ */
+#define SPOT_KIND_INVALID 0
+
+/**
+ * The node's own Spot: one per node, never moves, never evicted.
+ */
+#define SPOT_KIND_ENTRY 1
+
+/**
+ * Created only by `spot_node_create_user_spot`; never evicted.
+ */
+#define SPOT_KIND_USER 2
+
+/**
+ * Created by `spot_node_send_or_create`; evicted when idle.
+ */
+#define SPOT_KIND_INSTANCE 3
+
+/**
+ * Why a Spot closed (the closing callback's `reason`): idle past the timeout.
+ */
+#define SPOT_CLOSE_IDLE_EVICTED 0
+
+/**
+ * Closed by `spot_node_close_spot`.
+ */
+#define SPOT_CLOSE_CLOSED 1
+
+/**
+ * Its node shut down (`spot_node_free`).
+ */
+#define SPOT_CLOSE_NODE_SHUTDOWN 2
+
+/**
+ * `spot_relocation_target::what`: a Spot (User or Instance).
+ */
+#define SPOT_TARGET_SPOT 0
+
+/**
+ * `spot_relocation_target::what`: an actor of the Entry Spot.
+ */
+#define SPOT_TARGET_ENTRY_ACTOR 1
+
+/**
  * `spot_runtime_config::clock`: the real `CLOCK_BOOTTIME` clock.
  */
 #define SPOT_CLOCK_REAL 0
@@ -328,6 +393,265 @@ struct spot_record {
      * CANCEL_DONE: the tag passed to `spot_timer_cancel_async`. TICK: 0.
      */
     uint64_t tag;
+};
+
+/**
+ * Builds a Spot's object when it is created. Return 0 on success; otherwise write a
+ * message (NUL-terminated, at most `msg_len` bytes) to `msg` and return non-zero: the
+ * creation fails with SPOT_E_CREATION_FAILED and its reservation is released. Runs on
+ * the thread that creates the Spot; it must not call back into the node.
+ */
+typedef int32_t (*spot_factory_fn)(void *env,
+                                   uint64_t spot_id,
+                                   uint32_t kind,
+                                   char *msg,
+                                   size_t msg_len);
+
+/**
+ * Told once when a Spot closes (`reason`: SPOT_CLOSE_*), before its location is
+ * released; nothing new is admitted to it meanwhile. Runs on the thread that closes it;
+ * it must not call back into the node.
+ */
+typedef void (*spot_closing_fn)(void *env, uint64_t spot_id, uint32_t kind, uint32_t reason);
+
+/**
+ * How to start a node. Versioned: set `struct_size = sizeof(struct spot_node_config)`;
+ * a zero limit takes its default.
+ */
+struct spot_node_config {
+    /**
+     * `sizeof(struct spot_node_config)` as the host was built.
+     */
+    uint32_t struct_size;
+    /**
+     * SPOT_CLOCK_*.
+     */
+    uint32_t clock;
+    /**
+     * This node's id in its store.
+     */
+    uint64_t node_id;
+    /**
+     * The id of the node's Entry Spot (unique in the store).
+     */
+    uint64_t entry_spot;
+    /**
+     * Application lane: items (default 1,024).
+     */
+    uint64_t application_lane_items;
+    /**
+     * Application lane: bytes, `payload + 256` per item (default 64 MiB).
+     */
+    uint64_t application_lane_bytes;
+    /**
+     * Lifecycle lane: items (default 128).
+     */
+    uint64_t lifecycle_lane_items;
+    /**
+     * Lifecycle lane: bytes (default 4 MiB).
+     */
+    uint64_t lifecycle_lane_bytes;
+    /**
+     * Payload bytes pending on the whole node (default 1 GiB).
+     */
+    uint64_t node_inbound_bytes;
+    /**
+     * Active Spots on the node, the Entry Spot included (default 100,000).
+     */
+    uint64_t active_cap;
+    /**
+     * Instance Spots idle this long are evicted by `spot_node_evict_idle`; 0: never.
+     */
+    uint64_t instance_idle_timeout_ns;
+    /**
+     * The Spots' owner lease (0: none).
+     */
+    uint64_t owner_lease_ns;
+    /**
+     * May be NULL (Spots need no object).
+     */
+    spot_factory_fn factory;
+    /**
+     * May be NULL.
+     */
+    spot_closing_fn on_close;
+    /**
+     * Handed to `factory` and `on_close`; never read by the library.
+     */
+    void *env;
+};
+
+/**
+ * A host's report that a record's handler ended (SPOT_OUTCOME_OK / FAILED) or never
+ * started (NOT_STARTED; DEFERRED keeps a tick, and ends a message as not started).
+ */
+struct spot_node_completion {
+    /**
+     * The record's `token`.
+     */
+    uint64_t token;
+    /**
+     * SPOT_OUTCOME_*.
+     */
+    uint32_t outcome;
+    /**
+     * Must be 0.
+     */
+    uint32_t reserved;
+};
+
+/**
+ * One unit of Spot work handed to the host by `spot_node_exchange`. Valid (its payload
+ * too) until it is completed.
+ */
+struct spot_node_record {
+    /**
+     * SPOT_WORK_MESSAGE or SPOT_WORK_TICK.
+     */
+    uint32_t kind;
+    /**
+     * SPOT_LANE_* the work came from.
+     */
+    uint32_t lane;
+    /**
+     * The Spot.
+     */
+    uint64_t spot_id;
+    /**
+     * The token to complete it with (`spot_node_begin`, `spot_node_completion`).
+     */
+    uint64_t token;
+    /**
+     * MESSAGE: the payload (NULL when empty). TICK: NULL.
+     */
+    const uint8_t *payload;
+    /**
+     * MESSAGE: the payload's length. TICK: 0.
+     */
+    size_t payload_len;
+    /**
+     * TICK: the timer's key. MESSAGE: 0.
+     */
+    uint64_t key;
+    /**
+     * TICK: the value given at registration. MESSAGE: 0.
+     */
+    uint64_t value;
+    /**
+     * TICK: tick information (T4). MESSAGE: 0.
+     */
+    uint64_t delivery_index;
+    /**
+     * TICK: the nominal tick this callback stands for. MESSAGE: 0.
+     */
+    uint64_t scheduled_index;
+    /**
+     * TICK: nominal ticks skipped since the previous callback. MESSAGE: 0.
+     */
+    uint64_t skipped_ticks;
+};
+
+/**
+ * One entry of a node's relocation target list.
+ */
+struct spot_relocation_target {
+    /**
+     * SPOT_TARGET_SPOT or SPOT_TARGET_ENTRY_ACTOR.
+     */
+    uint32_t what;
+    /**
+     * SPOT_TARGET_SPOT: its SPOT_KIND_*. Otherwise 0.
+     */
+    uint32_t spot_kind;
+    /**
+     * The Spot's or the actor's id.
+     */
+    uint64_t id;
+};
+
+/**
+ * A node's counters (each a counter unless marked as a gauge). Set `struct_size` first;
+ * the library fills the whole fields that fit and stores the bytes filled.
+ */
+struct spot_node_stats {
+    /**
+     * `sizeof(struct spot_node_stats)` as the host was built; the library stores the
+     * bytes it filled.
+     */
+    uint32_t struct_size;
+    /**
+     * Must be 0.
+     */
+    uint32_t reserved;
+    /**
+     * Gauge: Spots active on the node (the Entry Spot included).
+     */
+    uint64_t active_spots;
+    /**
+     * Spots created on the node.
+     */
+    uint64_t created;
+    /**
+     * Factory calls.
+     */
+    uint64_t factory_runs;
+    /**
+     * Creations that failed.
+     */
+    uint64_t creation_failures;
+    /**
+     * Instance Spots evicted idle.
+     */
+    uint64_t evicted;
+    /**
+     * Spots closed by a call or the node's shutdown.
+     */
+    uint64_t closed;
+    /**
+     * Messages admitted to a lane.
+     */
+    uint64_t messages_admitted;
+    /**
+     * Messages whose handler ran.
+     */
+    uint64_t messages_completed;
+    /**
+     * Admitted messages that never ran (their Spot closed first). Once quiet:
+     * `messages_admitted == messages_completed + messages_dropped`.
+     */
+    uint64_t messages_dropped;
+    /**
+     * Admissions refused by a Spot's application lane.
+     */
+    uint64_t rejected_application_lane;
+    /**
+     * Admissions refused by a Spot's lifecycle lane.
+     */
+    uint64_t rejected_lifecycle_lane;
+    /**
+     * Admissions refused by the node's inbound byte budget.
+     */
+    uint64_t rejected_node_inbound;
+    /**
+     * Activations refused by the active cap.
+     */
+    uint64_t rejected_activation;
+    /**
+     * Messages that ended with SPOT_E_STALE_ROUTE.
+     */
+    uint64_t stale_routes;
+    /**
+     * Ticks kept because the application lane was full.
+     */
+    uint64_t ticks_deferred;
+    /**
+     * Idle-eviction passes.
+     */
+    uint64_t eviction_passes;
+    /**
+     * Spots examined by those passes (at most 64 each).
+     */
+    uint64_t eviction_examined;
 };
 
 /**
@@ -725,6 +1049,57 @@ struct spot_timer_stats {
 #define SPOT_E_WRONG_DELIVERY_MODE 19
 
 /**
+ * No Spot with this id exists (an ordinary send never creates one).
+ */
+#define SPOT_E_NOT_FOUND 20
+
+/**
+ * The message reached a node that does not own the Spot, or whose lease ran out, or the
+ * Spot is closing; it did not run and is not retried.
+ */
+#define SPOT_E_STALE_ROUTE 21
+
+/**
+ * The Spot's authority exists but its owner cannot be used; no creation was started.
+ */
+#define SPOT_E_UNAVAILABLE 22
+
+/**
+ * The Spot's factory failed; its reservation was released.
+ */
+#define SPOT_E_CREATION_FAILED 23
+
+/**
+ * The id names a Spot of another kind (or the call is not allowed for its kind).
+ */
+#define SPOT_E_WRONG_KIND 24
+
+/**
+ * The Spot's application lane is full (count or bytes).
+ */
+#define SPOT_E_APPLICATION_LANE_FULL 25
+
+/**
+ * The Spot's lifecycle lane is full (count or bytes).
+ */
+#define SPOT_E_LIFECYCLE_LANE_FULL 26
+
+/**
+ * The node's inbound byte budget is used up.
+ */
+#define SPOT_E_NODE_INBOUND_FULL 27
+
+/**
+ * The node is at its active-Spot cap (and no other node could take the Spot).
+ */
+#define SPOT_E_ACTIVE_CAP 28
+
+/**
+ * The Location Store could not be used.
+ */
+#define SPOT_E_STORE 29
+
+/**
  * The name of a status code as a static NUL-terminated string ("SPOT_E_TIMEOUT");
  * "SPOT_E_UNKNOWN_STATUS" for a value this version does not know.
  *
@@ -808,6 +1183,195 @@ spot_status spot_record_begin(uint64_t rt, const struct spot_record *rec);
  * SPOT_E_WRONG_DELIVERY_MODE, SPOT_E_OS, SPOT_E_CLOSED.
  */
 spot_status spot_wakeup_fd(uint64_t rt, int32_t *out_fd);
+
+/**
+ * Creates an embedded Location Store (with its in-process cluster): nodes started on the
+ * same store are simulated nodes of one cluster.
+ *
+ * Ownership: the caller frees it with `spot_store_free` after the nodes using it.
+ * Errors: SPOT_E_NULL_ARGUMENT.
+ */
+spot_status spot_store_new(uint64_t *out_store);
+
+/**
+ * Frees a store handle (nodes started on it keep their reference).
+ * Errors: SPOT_E_INVALID_HANDLE.
+ */
+spot_status spot_store_free(uint64_t store);
+
+/**
+ * Marks node `node_id` unusable while its lease runs: its Spots are Unavailable
+ * (nothing re-creates them). For tests of several simulated nodes.
+ * Errors: SPOT_E_INVALID_HANDLE.
+ */
+spot_status spot_store_mark_down(uint64_t store, uint64_t node_id);
+
+/**
+ * Ends node `node_id`'s lease: its authorities are released (its Spots' ids are Missing
+ * and may be created again).
+ * Errors: SPOT_E_INVALID_HANDLE.
+ */
+spot_status spot_store_expire_node(uint64_t store, uint64_t node_id);
+
+/**
+ * Starts a node on `store` (0: a private embedded store) and creates its Entry Spot.
+ *
+ * Ownership: the caller frees the node with `spot_node_free`. `cfg` is read during the
+ * call; `cfg->env` is kept and handed to the callbacks until the node is freed.
+ * Errors: SPOT_E_NULL_ARGUMENT, SPOT_E_BAD_STRUCT_SIZE, SPOT_E_UNKNOWN_ENUM,
+ * SPOT_E_INVALID_ARGUMENT, SPOT_E_INVALID_HANDLE (store), SPOT_E_STORE, SPOT_E_OS.
+ */
+spot_status spot_node_start(const struct spot_node_config *cfg, uint64_t store, uint64_t *out_node);
+
+/**
+ * Shuts a node down (every Spot closes with SPOT_CLOSE_NODE_SHUTDOWN, its timers end)
+ * and frees the handle. Records not yet completed become invalid.
+ * Errors: SPOT_E_INVALID_HANDLE.
+ */
+spot_status spot_node_free(uint64_t node);
+
+/**
+ * Sends a message to a Ready Spot (SPOT_LANE_APPLICATION or SPOT_LANE_LIFECYCLE); the
+ * payload is copied. A missing id gives SPOT_E_NOT_FOUND (nothing is created).
+ * Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT, SPOT_E_UNKNOWN_ENUM,
+ * SPOT_E_NOT_FOUND, SPOT_E_STALE_ROUTE, SPOT_E_UNAVAILABLE, SPOT_E_*_LANE_FULL,
+ * SPOT_E_NODE_INBOUND_FULL, SPOT_E_CLOSED.
+ */
+spot_status spot_node_send(uint64_t node,
+                           uint64_t spot_id,
+                           uint32_t lane,
+                           const uint8_t *payload,
+                           size_t payload_len);
+
+/**
+ * The instance intent: sends to Instance Spot `spot_id`, creating it first if it does not
+ * exist (the factory runs once however many callers race). Writes the Spot's object
+ * generation to `*out_generation` (may be NULL).
+ * Errors: as `spot_node_send`, and SPOT_E_CREATION_FAILED, SPOT_E_ACTIVE_CAP,
+ * SPOT_E_WRONG_KIND, SPOT_E_STORE.
+ */
+spot_status spot_node_send_or_create(uint64_t node,
+                                     uint64_t spot_id,
+                                     const uint8_t *payload,
+                                     size_t payload_len,
+                                     uint64_t *out_generation);
+
+/**
+ * Creates User Spot `spot_id` (or finds it if it exists). Writes its object generation
+ * to `*out_generation` (may be NULL).
+ * Errors: SPOT_E_INVALID_HANDLE, SPOT_E_CREATION_FAILED, SPOT_E_ACTIVE_CAP,
+ * SPOT_E_WRONG_KIND, SPOT_E_UNAVAILABLE, SPOT_E_STORE, SPOT_E_CLOSED.
+ */
+spot_status spot_node_create_user_spot(uint64_t node, uint64_t spot_id, uint64_t *out_generation);
+
+/**
+ * Writes the kind (SPOT_KIND_*) of Spot `spot_id` if it is active on this node.
+ * Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT, SPOT_E_NOT_FOUND.
+ */
+spot_status spot_node_spot_kind(uint64_t node, uint64_t spot_id, uint32_t *out_kind);
+
+/**
+ * Closes Spot `spot_id` of `kind` on this node: its closing callback runs
+ * (SPOT_CLOSE_CLOSED), its timers end, its queued messages are dropped (counted), its
+ * location is released. The Entry Spot closes only with its node (SPOT_E_WRONG_KIND).
+ * Errors: SPOT_E_INVALID_HANDLE, SPOT_E_UNKNOWN_ENUM, SPOT_E_NOT_FOUND,
+ * SPOT_E_WRONG_KIND.
+ */
+spot_status spot_node_close_spot(uint64_t node, uint64_t spot_id, uint32_t kind);
+
+/**
+ * Registers a repeating timer of Spot `spot_id` (key below 2^63, period > 0): each tick
+ * is application work of the Spot, handed over as a SPOT_WORK_TICK record carrying
+ * `value`.
+ * Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NOT_FOUND, SPOT_E_INVALID_ARGUMENT.
+ */
+spot_status spot_node_every(uint64_t node,
+                            uint64_t spot_id,
+                            uint64_t key,
+                            uint64_t period_ns,
+                            uint64_t value);
+
+/**
+ * One idle-eviction pass: examines at most 64 Instance Spots and evicts the idle ones
+ * (closing callback with SPOT_CLOSE_IDLE_EVICTED first). Writes how many it evicted.
+ * Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT.
+ */
+spot_status spot_node_evict_idle(uint64_t node, size_t *out_evicted);
+
+/**
+ * Manual clock only: moves the node's clock forward by `ns` and lets due work become
+ * ready. With `ns` = 0 it only makes what is due ready.
+ * Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NOT_MANUAL_CLOCK, SPOT_E_CLOSED.
+ */
+spot_status spot_node_advance(uint64_t node, uint64_t ns);
+
+/**
+ * Submits completions and waits up to `timeout_ns` (-1: forever, 0: not at all) for
+ * ready Spot work — messages and ticks in one batch, one crossing. Writes at most `cap`
+ * records to `out` and their number to `*out_n`. Every record must be completed once;
+ * its payload stays valid until then.
+ * Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT, SPOT_E_INVALID_ARGUMENT,
+ * SPOT_E_UNKNOWN_ENUM, SPOT_E_INVALID_COMPLETION (nothing of the call applied),
+ * SPOT_E_CLOSED.
+ */
+spot_status spot_node_exchange(uint64_t node,
+                               const struct spot_node_completion *done,
+                               size_t n_done,
+                               struct spot_node_record *out,
+                               size_t cap,
+                               int64_t timeout_ns,
+                               size_t *out_n);
+
+/**
+ * Right before running a record's handler: SPOT_OK if it may start; SPOT_E_STALE_ROUTE
+ * if its Spot's authority ended or its lease ran out (complete it NOT_STARTED).
+ * Errors: SPOT_E_INVALID_HANDLE, SPOT_E_INVALID_COMPLETION (unknown token),
+ * SPOT_E_STALE_ROUTE.
+ */
+spot_status spot_node_begin(uint64_t node, uint64_t token);
+
+/**
+ * Submits completions without receiving.
+ * Errors: as `spot_node_exchange`.
+ */
+spot_status spot_node_complete(uint64_t node,
+                               const struct spot_node_completion *done,
+                               size_t n_done);
+
+/**
+ * Writes the items and bytes a Spot's lane holds.
+ * Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT, SPOT_E_UNKNOWN_ENUM,
+ * SPOT_E_NOT_FOUND.
+ */
+spot_status spot_node_lane_use(uint64_t node,
+                               uint64_t spot_id,
+                               uint32_t lane,
+                               uint64_t *out_items,
+                               uint64_t *out_bytes);
+
+/**
+ * Adds an actor to the node's Entry Spot (listed for relocation).
+ * Errors: SPOT_E_INVALID_HANDLE.
+ */
+spot_status spot_node_add_entry_actor(uint64_t node, uint64_t actor_id);
+
+/**
+ * Writes the node's relocation targets (its User and Instance Spots and the actors of
+ * its Entry Spot, never the Entry Spot itself): at most `cap` to `out`, their number to
+ * `*out_n`, and the full count to `*out_total` (may be NULL).
+ * Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT, SPOT_E_INVALID_ARGUMENT.
+ */
+spot_status spot_node_relocation_targets(uint64_t node,
+                                         struct spot_relocation_target *out,
+                                         size_t cap,
+                                         size_t *out_n,
+                                         size_t *out_total);
+
+/**
+ * Fills `*out` with the node's counters. Set `out->struct_size` first.
+ * Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT, SPOT_E_BAD_STRUCT_SIZE.
+ */
+spot_status spot_node_stats(uint64_t node, struct spot_node_stats *out);
 
 /**
  * Starts a new authority of owner `owner_id` and writes its epoch to `*out_epoch`. Any

@@ -7,7 +7,9 @@
 //! One concept per module: [`boundary`] (panic boundary, last error, pointer checks),
 //! [`status`] (status codes), [`handles`] (generation-tagged runtime handles), [`types`]
 //! (`#[repr(C)]` structs and enum values), `core_runtime` (what a handle names), and the
-//! exports: [`runtime`], [`owner`], [`timer`] and [`delivery`].
+//! exports: [`runtime`], [`owner`], [`timer`] and [`delivery`]; the Spot lifecycle's
+//! exports in [`node`] (types in [`node_types`], handles of stores and nodes in
+//! `node_handles`), over the `spot-lifecycle` crate.
 #![warn(missing_docs)]
 #![allow(non_camel_case_types)]
 #![allow(clippy::missing_safety_doc)] // every export documents its contract in the header
@@ -16,6 +18,9 @@ pub mod boundary;
 mod core_runtime;
 pub mod delivery;
 pub mod handles;
+pub mod node;
+mod node_handles;
+pub mod node_types;
 pub mod owner;
 pub mod runtime;
 pub mod status;
@@ -24,6 +29,8 @@ pub mod types;
 
 pub use boundary::{spot_last_error, spot_status_name};
 pub use delivery::*;
+pub use node::*;
+pub use node_types::*;
 pub use owner::*;
 pub use runtime::*;
 pub use status::*;

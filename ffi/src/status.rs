@@ -50,6 +50,28 @@ pub const SPOT_E_PANIC: spot_status = 18;
 /// The call does not fit the runtime's delivery mode (exchange on a callback runtime, ...).
 pub const SPOT_E_WRONG_DELIVERY_MODE: spot_status = 19;
 
+/// No Spot with this id exists (an ordinary send never creates one).
+pub const SPOT_E_NOT_FOUND: spot_status = 20;
+/// The message reached a node that does not own the Spot, or whose lease ran out, or the
+/// Spot is closing; it did not run and is not retried.
+pub const SPOT_E_STALE_ROUTE: spot_status = 21;
+/// The Spot's authority exists but its owner cannot be used; no creation was started.
+pub const SPOT_E_UNAVAILABLE: spot_status = 22;
+/// The Spot's factory failed; its reservation was released.
+pub const SPOT_E_CREATION_FAILED: spot_status = 23;
+/// The id names a Spot of another kind (or the call is not allowed for its kind).
+pub const SPOT_E_WRONG_KIND: spot_status = 24;
+/// The Spot's application lane is full (count or bytes).
+pub const SPOT_E_APPLICATION_LANE_FULL: spot_status = 25;
+/// The Spot's lifecycle lane is full (count or bytes).
+pub const SPOT_E_LIFECYCLE_LANE_FULL: spot_status = 26;
+/// The node's inbound byte budget is used up.
+pub const SPOT_E_NODE_INBOUND_FULL: spot_status = 27;
+/// The node is at its active-Spot cap (and no other node could take the Spot).
+pub const SPOT_E_ACTIVE_CAP: spot_status = 28;
+/// The Location Store could not be used.
+pub const SPOT_E_STORE: spot_status = 29;
+
 /// The status code of a core error.
 pub(crate) fn status_of(e: &Error) -> spot_status {
     match e {
@@ -91,6 +113,16 @@ pub(crate) fn name_of(status: spot_status) -> &'static [u8] {
         SPOT_E_OS => b"SPOT_E_OS\0",
         SPOT_E_PANIC => b"SPOT_E_PANIC\0",
         SPOT_E_WRONG_DELIVERY_MODE => b"SPOT_E_WRONG_DELIVERY_MODE\0",
+        SPOT_E_NOT_FOUND => b"SPOT_E_NOT_FOUND\0",
+        SPOT_E_STALE_ROUTE => b"SPOT_E_STALE_ROUTE\0",
+        SPOT_E_UNAVAILABLE => b"SPOT_E_UNAVAILABLE\0",
+        SPOT_E_CREATION_FAILED => b"SPOT_E_CREATION_FAILED\0",
+        SPOT_E_WRONG_KIND => b"SPOT_E_WRONG_KIND\0",
+        SPOT_E_APPLICATION_LANE_FULL => b"SPOT_E_APPLICATION_LANE_FULL\0",
+        SPOT_E_LIFECYCLE_LANE_FULL => b"SPOT_E_LIFECYCLE_LANE_FULL\0",
+        SPOT_E_NODE_INBOUND_FULL => b"SPOT_E_NODE_INBOUND_FULL\0",
+        SPOT_E_ACTIVE_CAP => b"SPOT_E_ACTIVE_CAP\0",
+        SPOT_E_STORE => b"SPOT_E_STORE\0",
         _ => b"SPOT_E_UNKNOWN_STATUS\0",
     }
 }

@@ -126,6 +126,10 @@ impl SpotRecord {
             SpotRecord::Tick(t) => t.complete(outcome),
         }
     }
+    /// The record's token: unique among the records awaiting completion.
+    pub fn token(&self) -> u64 {
+        self.core().token()
+    }
     pub(crate) fn core(&self) -> &TickRecord<Work> {
         match self {
             SpotRecord::Message(m) => &m.core,

@@ -1,0 +1,687 @@
+//! The Spot lifecycle through the C ABI (since 2.1): stores, nodes, sending, creating,
+//! closing, eviction, and the node's exchange of Spot work. A thin adapter over the
+//! `spot-lifecycle` crate: every rule lives there.
+
+use std::collections::HashMap;
+use std::ffi::{c_char, c_void};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use spot_lifecycle::{
+    CloseReason, Cluster, EmbeddedStore, LaneKind, LaneLimits, LifecycleError, Node, NodeConfig,
+    NodeId, Queue, RelocationTarget, SpotCompletion, SpotId, SpotKind, SpotRecord,
+};
+use spot_timer_core::ClockKind;
+
+use crate::boundary::{
+    arg_slice, boundary, read_versioned, write_versioned, Failure, FfiResult, Out, OutSlice,
+};
+use crate::node_handles::HandleTable;
+use crate::node_types::*;
+use crate::status::*;
+use crate::types::{clock_from_u32, outcome_from_u32, ClockChoice};
+
+struct FfiStore {
+    store: Arc<EmbeddedStore>,
+    cluster: Arc<Cluster>,
+}
+
+struct FfiNode {
+    node: Arc<Node>,
+    /// Records handed to the host and not yet completed, by token: they own the payloads
+    /// the C records point to.
+    inflight: Mutex<HashMap<u64, SpotRecord>>,
+}
+
+static STORES: HandleTable<FfiStore> = HandleTable::new("store");
+static NODES: HandleTable<FfiNode> = HandleTable::new("node");
+
+fn failure(e: LifecycleError) -> Failure {
+    let status = match &e {
+        LifecycleError::NotFound(_) => SPOT_E_NOT_FOUND,
+        LifecycleError::StaleRoute { .. } => SPOT_E_STALE_ROUTE,
+        LifecycleError::CapacityExceeded { queue } => match queue {
+            Queue::ApplicationLane => SPOT_E_APPLICATION_LANE_FULL,
+            Queue::LifecycleLane => SPOT_E_LIFECYCLE_LANE_FULL,
+            Queue::NodeInbound => SPOT_E_NODE_INBOUND_FULL,
+            Queue::Activation => SPOT_E_ACTIVE_CAP,
+        },
+        LifecycleError::Unavailable { .. } => SPOT_E_UNAVAILABLE,
+        LifecycleError::CreationFailed { .. } => SPOT_E_CREATION_FAILED,
+        LifecycleError::WrongKind { .. } => SPOT_E_WRONG_KIND,
+        LifecycleError::InvalidKind(_) => SPOT_E_UNKNOWN_ENUM,
+        LifecycleError::InvalidArgument(_) => SPOT_E_INVALID_ARGUMENT,
+        LifecycleError::Store(_) => SPOT_E_STORE,
+        LifecycleError::Closed => SPOT_E_CLOSED,
+        LifecycleError::Timer(t) => status_of(t),
+    };
+    Failure::new(status, e.to_string())
+}
+
+fn lf<T>(r: Result<T, LifecycleError>) -> FfiResult<T> {
+    r.map_err(failure)
+}
+
+fn kind_code(k: SpotKind) -> u32 {
+    k as u32
+}
+
+fn kind_from(v: u32) -> FfiResult<SpotKind> {
+    SpotKind::from_u32(v).map_err(|_| {
+        Failure::new(
+            SPOT_E_UNKNOWN_ENUM,
+            format!("spot kind {v} is not SPOT_KIND_ENTRY (1), USER (2) or INSTANCE (3)"),
+        )
+    })
+}
+
+/// The host's `env` pointer: opaque, handed back to its callbacks from any thread.
+#[derive(Clone, Copy)]
+struct Env(*mut c_void);
+// SAFETY: the library never dereferences it; the header tells the host its callbacks run
+// on whichever thread creates or closes a Spot.
+unsafe impl Send for Env {}
+unsafe impl Sync for Env {}
+
+/// Creates an embedded Location Store (with its in-process cluster): nodes started on the
+/// same store are simulated nodes of one cluster.
+///
+/// Ownership: the caller frees it with `spot_store_free` after the nodes using it.
+/// Errors: SPOT_E_NULL_ARGUMENT.
+#[no_mangle]
+pub unsafe extern "C" fn spot_store_new(out_store: *mut u64) -> spot_status {
+    boundary("spot_store_new", || {
+        let out = Out::new(out_store, "out_store")?;
+        out.write(STORES.insert(Arc::new(FfiStore {
+            store: Arc::new(EmbeddedStore::new()),
+            cluster: Cluster::new(),
+        })));
+        Ok(())
+    })
+}
+
+/// Frees a store handle (nodes started on it keep their reference).
+/// Errors: SPOT_E_INVALID_HANDLE.
+#[no_mangle]
+pub extern "C" fn spot_store_free(store: u64) -> spot_status {
+    boundary("spot_store_free", || STORES.remove(store).map(drop))
+}
+
+/// Marks node `node_id` unusable while its lease runs: its Spots are Unavailable
+/// (nothing re-creates them). For tests of several simulated nodes.
+/// Errors: SPOT_E_INVALID_HANDLE.
+#[no_mangle]
+pub extern "C" fn spot_store_mark_down(store: u64, node_id: u64) -> spot_status {
+    boundary("spot_store_mark_down", || {
+        STORES.get(store)?.store.mark_down(NodeId(node_id));
+        Ok(())
+    })
+}
+
+/// Ends node `node_id`'s lease: its authorities are released (its Spots' ids are Missing
+/// and may be created again).
+/// Errors: SPOT_E_INVALID_HANDLE.
+#[no_mangle]
+pub extern "C" fn spot_store_expire_node(store: u64, node_id: u64) -> spot_status {
+    boundary("spot_store_expire_node", || {
+        STORES.get(store)?.store.expire_node(NodeId(node_id));
+        Ok(())
+    })
+}
+
+fn lane_limits(items: u64, bytes: u64, default: LaneLimits) -> LaneLimits {
+    LaneLimits {
+        items: if items == 0 { default.items } else { items },
+        bytes: if bytes == 0 { default.bytes } else { bytes },
+    }
+}
+
+/// Starts a node on `store` (0: a private embedded store) and creates its Entry Spot.
+///
+/// Ownership: the caller frees the node with `spot_node_free`. `cfg` is read during the
+/// call; `cfg->env` is kept and handed to the callbacks until the node is freed.
+/// Errors: SPOT_E_NULL_ARGUMENT, SPOT_E_BAD_STRUCT_SIZE, SPOT_E_UNKNOWN_ENUM,
+/// SPOT_E_INVALID_ARGUMENT, SPOT_E_INVALID_HANDLE (store), SPOT_E_STORE, SPOT_E_OS.
+#[no_mangle]
+pub unsafe extern "C" fn spot_node_start(
+    cfg: *const spot_node_config,
+    store: u64,
+    out_node: *mut u64,
+) -> spot_status {
+    boundary("spot_node_start", || {
+        let cfg = read_versioned(cfg, "cfg", &[])?;
+        let out = Out::new(out_node, "out_node")?;
+        let clock = match clock_from_u32(cfg.clock)? {
+            ClockChoice::Real => ClockKind::Real,
+            ClockChoice::Manual => ClockKind::manual(),
+        };
+        let shared = match store {
+            0 => Arc::new(FfiStore {
+                store: Arc::new(EmbeddedStore::new()),
+                cluster: Cluster::new(),
+            }),
+            h => STORES.get(h)?,
+        };
+        let env = Env(cfg.env);
+        let defaults = NodeConfig::default();
+        let config = NodeConfig {
+            node: NodeId(cfg.node_id),
+            entry: SpotId(cfg.entry_spot),
+            clock,
+            application_lane: lane_limits(
+                cfg.application_lane_items,
+                cfg.application_lane_bytes,
+                LaneLimits::APPLICATION,
+            ),
+            lifecycle_lane: lane_limits(
+                cfg.lifecycle_lane_items,
+                cfg.lifecycle_lane_bytes,
+                LaneLimits::LIFECYCLE,
+            ),
+            node_inbound_bytes: match cfg.node_inbound_bytes {
+                0 => defaults.node_inbound_bytes,
+                n => n,
+            },
+            active_cap: match cfg.active_cap {
+                0 => defaults.active_cap,
+                n => n,
+            },
+            instance_idle_timeout: (cfg.instance_idle_timeout_ns != 0)
+                .then(|| Duration::from_nanos(cfg.instance_idle_timeout_ns)),
+            creation_wait: defaults.creation_wait,
+            owner_lease: (cfg.owner_lease_ns != 0)
+                .then(|| Duration::from_nanos(cfg.owner_lease_ns)),
+            factory: cfg.factory.map(|f| {
+                Arc::new(move |id: SpotId, kind: SpotKind| {
+                    let env = env;
+                    let mut msg = [0 as c_char; 256];
+                    // SAFETY: the host's function, called as the header documents.
+                    let r = unsafe { f(env.0, id.0, kind_code(kind), msg.as_mut_ptr(), msg.len()) };
+                    if r == 0 {
+                        return Ok(());
+                    }
+                    msg[255] = 0;
+                    // SAFETY: NUL-terminated above at the latest.
+                    let text = unsafe { std::ffi::CStr::from_ptr(msg.as_ptr()) }
+                        .to_string_lossy()
+                        .into_owned();
+                    Err(if text.is_empty() {
+                        format!("the factory returned {r}")
+                    } else {
+                        text
+                    })
+                }) as spot_lifecycle::Factory
+            }),
+            on_close: cfg.on_close.map(|f| {
+                Arc::new(move |id: SpotId, kind: SpotKind, reason: CloseReason| {
+                    let env = env;
+                    let code = match reason {
+                        CloseReason::IdleEvicted => SPOT_CLOSE_IDLE_EVICTED,
+                        CloseReason::Closed => SPOT_CLOSE_CLOSED,
+                        CloseReason::NodeShutdown => SPOT_CLOSE_NODE_SHUTDOWN,
+                    };
+                    // SAFETY: the host's function, called as the header documents.
+                    unsafe { f(env.0, id.0, kind_code(kind), code) }
+                }) as spot_lifecycle::ClosingCallback
+            }),
+        };
+        let node = lf(Node::start(
+            config,
+            shared.store.clone(),
+            Some(shared.cluster.clone()),
+        ))?;
+        out.write(NODES.insert(Arc::new(FfiNode {
+            node,
+            inflight: Mutex::new(HashMap::new()),
+        })));
+        Ok(())
+    })
+}
+
+/// Shuts a node down (every Spot closes with SPOT_CLOSE_NODE_SHUTDOWN, its timers end)
+/// and frees the handle. Records not yet completed become invalid.
+/// Errors: SPOT_E_INVALID_HANDLE.
+#[no_mangle]
+pub extern "C" fn spot_node_free(node: u64) -> spot_status {
+    boundary("spot_node_free", || {
+        let n = NODES.remove(node)?;
+        n.node.shutdown();
+        Ok(())
+    })
+}
+
+/// Sends a message to a Ready Spot (SPOT_LANE_APPLICATION or SPOT_LANE_LIFECYCLE); the
+/// payload is copied. A missing id gives SPOT_E_NOT_FOUND (nothing is created).
+/// Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT, SPOT_E_UNKNOWN_ENUM,
+/// SPOT_E_NOT_FOUND, SPOT_E_STALE_ROUTE, SPOT_E_UNAVAILABLE, SPOT_E_*_LANE_FULL,
+/// SPOT_E_NODE_INBOUND_FULL, SPOT_E_CLOSED.
+#[no_mangle]
+pub unsafe extern "C" fn spot_node_send(
+    node: u64,
+    spot_id: u64,
+    lane: u32,
+    payload: *const u8,
+    payload_len: usize,
+) -> spot_status {
+    boundary("spot_node_send", || {
+        let n = NODES.get(node)?;
+        let bytes: Box<[u8]> = arg_slice(payload, payload_len, "payload")?.into();
+        match lane {
+            SPOT_LANE_APPLICATION => lf(n.node.send(SpotId(spot_id), bytes)),
+            SPOT_LANE_LIFECYCLE => lf(n.node.send_lifecycle(SpotId(spot_id), bytes)),
+            other => Err(Failure::new(
+                SPOT_E_UNKNOWN_ENUM,
+                format!("lane {other} is not SPOT_LANE_APPLICATION (0) or SPOT_LANE_LIFECYCLE (1)"),
+            )),
+        }
+    })
+}
+
+/// The instance intent: sends to Instance Spot `spot_id`, creating it first if it does not
+/// exist (the factory runs once however many callers race). Writes the Spot's object
+/// generation to `*out_generation` (may be NULL).
+/// Errors: as `spot_node_send`, and SPOT_E_CREATION_FAILED, SPOT_E_ACTIVE_CAP,
+/// SPOT_E_WRONG_KIND, SPOT_E_STORE.
+#[no_mangle]
+pub unsafe extern "C" fn spot_node_send_or_create(
+    node: u64,
+    spot_id: u64,
+    payload: *const u8,
+    payload_len: usize,
+    out_generation: *mut u64,
+) -> spot_status {
+    boundary("spot_node_send_or_create", || {
+        let n = NODES.get(node)?;
+        let bytes: Box<[u8]> = arg_slice(payload, payload_len, "payload")?.into();
+        let out = Out::optional(out_generation, "out_generation")?;
+        let spot = lf(n.node.send_or_create(SpotId(spot_id), bytes))?;
+        if let Some(o) = out {
+            o.write(spot.generation());
+        }
+        Ok(())
+    })
+}
+
+/// Creates User Spot `spot_id` (or finds it if it exists). Writes its object generation
+/// to `*out_generation` (may be NULL).
+/// Errors: SPOT_E_INVALID_HANDLE, SPOT_E_CREATION_FAILED, SPOT_E_ACTIVE_CAP,
+/// SPOT_E_WRONG_KIND, SPOT_E_UNAVAILABLE, SPOT_E_STORE, SPOT_E_CLOSED.
+#[no_mangle]
+pub unsafe extern "C" fn spot_node_create_user_spot(
+    node: u64,
+    spot_id: u64,
+    out_generation: *mut u64,
+) -> spot_status {
+    boundary("spot_node_create_user_spot", || {
+        let n = NODES.get(node)?;
+        let out = Out::optional(out_generation, "out_generation")?;
+        let spot = lf(n.node.create_user_spot(SpotId(spot_id)))?;
+        if let Some(o) = out {
+            o.write(spot.generation());
+        }
+        Ok(())
+    })
+}
+
+/// Writes the kind (SPOT_KIND_*) of Spot `spot_id` if it is active on this node.
+/// Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT, SPOT_E_NOT_FOUND.
+#[no_mangle]
+pub unsafe extern "C" fn spot_node_spot_kind(
+    node: u64,
+    spot_id: u64,
+    out_kind: *mut u32,
+) -> spot_status {
+    boundary("spot_node_spot_kind", || {
+        let n = NODES.get(node)?;
+        let out = Out::new(out_kind, "out_kind")?;
+        let id = SpotId(spot_id);
+        let kind = if n.node.entry().id() == id {
+            SpotKind::Entry
+        } else if n.node.user(id).is_ok() {
+            SpotKind::User
+        } else {
+            lf(n.node.instance(id))?;
+            SpotKind::Instance
+        };
+        out.write(kind_code(kind));
+        Ok(())
+    })
+}
+
+/// Closes Spot `spot_id` of `kind` on this node: its closing callback runs
+/// (SPOT_CLOSE_CLOSED), its timers end, its queued messages are dropped (counted), its
+/// location is released. The Entry Spot closes only with its node (SPOT_E_WRONG_KIND).
+/// Errors: SPOT_E_INVALID_HANDLE, SPOT_E_UNKNOWN_ENUM, SPOT_E_NOT_FOUND,
+/// SPOT_E_WRONG_KIND.
+#[no_mangle]
+pub extern "C" fn spot_node_close_spot(node: u64, spot_id: u64, kind: u32) -> spot_status {
+    boundary("spot_node_close_spot", || {
+        let n = NODES.get(node)?;
+        let id = SpotId(spot_id);
+        match kind_from(kind)? {
+            SpotKind::Entry => Err(Failure::new(
+                SPOT_E_WRONG_KIND,
+                "the Entry Spot closes only with its node",
+            )),
+            SpotKind::User => lf(n.node.user(id).and_then(|s| n.node.close_user_spot(s))).map(drop),
+            SpotKind::Instance => {
+                lf(n.node.instance(id).and_then(|s| n.node.close_instance(s))).map(drop)
+            }
+        }
+    })
+}
+
+/// Registers a repeating timer of Spot `spot_id` (key below 2^63, period > 0): each tick
+/// is application work of the Spot, handed over as a SPOT_WORK_TICK record carrying
+/// `value`.
+/// Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NOT_FOUND, SPOT_E_INVALID_ARGUMENT.
+#[no_mangle]
+pub extern "C" fn spot_node_every(
+    node: u64,
+    spot_id: u64,
+    key: u64,
+    period_ns: u64,
+    value: u64,
+) -> spot_status {
+    boundary("spot_node_every", || {
+        let n = NODES.get(node)?;
+        let id = SpotId(spot_id);
+        let period = Duration::from_nanos(period_ns);
+        let node = &n.node;
+        let r = if node.entry().id() == id {
+            node.every(&node.entry(), key, period, value)
+        } else if let Ok(s) = node.user(id) {
+            node.every(&s, key, period, value)
+        } else {
+            node.instance(id)
+                .and_then(|s| node.every(&s, key, period, value))
+        };
+        lf(r).map(drop)
+    })
+}
+
+/// One idle-eviction pass: examines at most 64 Instance Spots and evicts the idle ones
+/// (closing callback with SPOT_CLOSE_IDLE_EVICTED first). Writes how many it evicted.
+/// Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT.
+#[no_mangle]
+pub unsafe extern "C" fn spot_node_evict_idle(node: u64, out_evicted: *mut usize) -> spot_status {
+    boundary("spot_node_evict_idle", || {
+        let n = NODES.get(node)?;
+        let out = Out::new(out_evicted, "out_evicted")?;
+        out.write(n.node.evict_idle());
+        Ok(())
+    })
+}
+
+/// Manual clock only: moves the node's clock forward by `ns` and lets due work become
+/// ready. With `ns` = 0 it only makes what is due ready.
+/// Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NOT_MANUAL_CLOCK, SPOT_E_CLOSED.
+#[no_mangle]
+pub extern "C" fn spot_node_advance(node: u64, ns: u64) -> spot_status {
+    boundary("spot_node_advance", || {
+        lf(NODES.get(node)?.node.advance(Duration::from_nanos(ns)))
+    })
+}
+
+fn complete_all(n: &FfiNode, done: &[spot_node_completion]) -> FfiResult<Vec<SpotCompletion>> {
+    let mut inflight = n.inflight.lock().unwrap_or_else(|e| e.into_inner());
+    let mut out = Vec::with_capacity(done.len());
+    for c in done {
+        if c.reserved != 0 {
+            return Err(Failure::new(
+                SPOT_E_INVALID_ARGUMENT,
+                "`reserved` must be 0",
+            ));
+        }
+        let outcome = outcome_from_u32(c.outcome)?;
+        let Some(rec) = inflight.remove(&c.token) else {
+            return Err(Failure::new(
+                SPOT_E_INVALID_COMPLETION,
+                format!("token {:#x} names no record awaiting completion", c.token),
+            ));
+        };
+        out.push(rec.complete(outcome));
+    }
+    Ok(out)
+}
+
+fn c_record(r: &SpotRecord) -> spot_node_record {
+    let mut c = spot_node_record {
+        kind: SPOT_WORK_MESSAGE,
+        lane: SPOT_LANE_APPLICATION,
+        spot_id: r.spot().0,
+        token: r.token(),
+        payload: std::ptr::null(),
+        payload_len: 0,
+        key: 0,
+        value: 0,
+        delivery_index: 0,
+        scheduled_index: 0,
+        skipped_ticks: 0,
+    };
+    match r {
+        SpotRecord::Message(m) => {
+            c.lane = match m.lane() {
+                LaneKind::Application => SPOT_LANE_APPLICATION,
+                LaneKind::Lifecycle => SPOT_LANE_LIFECYCLE,
+            };
+            if !m.payload().is_empty() {
+                c.payload = m.payload().as_ptr();
+                c.payload_len = m.payload().len();
+            }
+        }
+        SpotRecord::Tick(t) => {
+            c.kind = SPOT_WORK_TICK;
+            c.key = t.key();
+            c.value = t.value();
+            let tick = t.tick();
+            c.delivery_index = tick.delivery_index;
+            c.scheduled_index = tick.scheduled_index;
+            c.skipped_ticks = tick.skipped_ticks;
+        }
+    }
+    c
+}
+
+/// Submits completions and waits up to `timeout_ns` (-1: forever, 0: not at all) for
+/// ready Spot work — messages and ticks in one batch, one crossing. Writes at most `cap`
+/// records to `out` and their number to `*out_n`. Every record must be completed once;
+/// its payload stays valid until then.
+/// Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT, SPOT_E_INVALID_ARGUMENT,
+/// SPOT_E_UNKNOWN_ENUM, SPOT_E_INVALID_COMPLETION (nothing of the call applied),
+/// SPOT_E_CLOSED.
+#[no_mangle]
+pub unsafe extern "C" fn spot_node_exchange(
+    node: u64,
+    done: *const spot_node_completion,
+    n_done: usize,
+    out: *mut spot_node_record,
+    cap: usize,
+    timeout_ns: i64,
+    out_n: *mut usize,
+) -> spot_status {
+    boundary("spot_node_exchange", || {
+        let n = NODES.get(node)?;
+        let done = arg_slice(done, n_done, "done")?;
+        let out = OutSlice::new(out, cap, "out")?;
+        let out_n = Out::new(out_n, "out_n")?;
+        let timeout = match timeout_ns {
+            t if t < 0 => None,
+            t => Some(Duration::from_nanos(t as u64)),
+        };
+        let completions = complete_all(&n, done)?;
+        let mut batch = Vec::new();
+        lf(n.node
+            .exchange(&completions, &mut batch, out.capacity(), timeout))?;
+        let records: Vec<spot_node_record> = batch.iter().map(c_record).collect();
+        let mut inflight = n.inflight.lock().unwrap_or_else(|e| e.into_inner());
+        for r in batch {
+            inflight.insert(r.token(), r);
+        }
+        out_n.write(out.write_all(records.into_iter()));
+        Ok(())
+    })
+}
+
+/// Right before running a record's handler: SPOT_OK if it may start; SPOT_E_STALE_ROUTE
+/// if its Spot's authority ended or its lease ran out (complete it NOT_STARTED).
+/// Errors: SPOT_E_INVALID_HANDLE, SPOT_E_INVALID_COMPLETION (unknown token),
+/// SPOT_E_STALE_ROUTE.
+#[no_mangle]
+pub extern "C" fn spot_node_begin(node: u64, token: u64) -> spot_status {
+    boundary("spot_node_begin", || {
+        let n = NODES.get(node)?;
+        let inflight = n.inflight.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(rec) = inflight.get(&token) else {
+            return Err(Failure::new(
+                SPOT_E_INVALID_COMPLETION,
+                format!("token {token:#x} names no record awaiting completion"),
+            ));
+        };
+        if n.node.begin(rec) {
+            Ok(())
+        } else {
+            Err(Failure::new(
+                SPOT_E_STALE_ROUTE,
+                "the record's Spot no longer holds its authority (closed, revoked or lease over)",
+            ))
+        }
+    })
+}
+
+/// Submits completions without receiving.
+/// Errors: as `spot_node_exchange`.
+#[no_mangle]
+pub unsafe extern "C" fn spot_node_complete(
+    node: u64,
+    done: *const spot_node_completion,
+    n_done: usize,
+) -> spot_status {
+    boundary("spot_node_complete", || {
+        let n = NODES.get(node)?;
+        let done = arg_slice(done, n_done, "done")?;
+        let completions = complete_all(&n, done)?;
+        lf(n.node.complete(&completions))
+    })
+}
+
+/// Writes the items and bytes a Spot's lane holds.
+/// Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT, SPOT_E_UNKNOWN_ENUM,
+/// SPOT_E_NOT_FOUND.
+#[no_mangle]
+pub unsafe extern "C" fn spot_node_lane_use(
+    node: u64,
+    spot_id: u64,
+    lane: u32,
+    out_items: *mut u64,
+    out_bytes: *mut u64,
+) -> spot_status {
+    boundary("spot_node_lane_use", || {
+        let n = NODES.get(node)?;
+        let items = Out::new(out_items, "out_items")?;
+        let bytes = Out::new(out_bytes, "out_bytes")?;
+        let lane =
+            match lane {
+                SPOT_LANE_APPLICATION => LaneKind::Application,
+                SPOT_LANE_LIFECYCLE => LaneKind::Lifecycle,
+                other => return Err(Failure::new(
+                    SPOT_E_UNKNOWN_ENUM,
+                    format!(
+                        "lane {other} is not SPOT_LANE_APPLICATION (0) or SPOT_LANE_LIFECYCLE (1)"
+                    ),
+                )),
+            };
+        let id = SpotId(spot_id);
+        let node = &n.node;
+        let used = if node.entry().id() == id {
+            node.lane_use(&node.entry(), lane)
+        } else if let Ok(s) = node.user(id) {
+            node.lane_use(&s, lane)
+        } else {
+            node.instance(id).and_then(|s| node.lane_use(&s, lane))
+        };
+        let used = lf(used)?;
+        items.write(used.items);
+        bytes.write(used.bytes);
+        Ok(())
+    })
+}
+
+/// Adds an actor to the node's Entry Spot (listed for relocation).
+/// Errors: SPOT_E_INVALID_HANDLE.
+#[no_mangle]
+pub extern "C" fn spot_node_add_entry_actor(node: u64, actor_id: u64) -> spot_status {
+    boundary("spot_node_add_entry_actor", || {
+        NODES.get(node)?.node.add_entry_actor(actor_id);
+        Ok(())
+    })
+}
+
+/// Writes the node's relocation targets (its User and Instance Spots and the actors of
+/// its Entry Spot, never the Entry Spot itself): at most `cap` to `out`, their number to
+/// `*out_n`, and the full count to `*out_total` (may be NULL).
+/// Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT, SPOT_E_INVALID_ARGUMENT.
+#[no_mangle]
+pub unsafe extern "C" fn spot_node_relocation_targets(
+    node: u64,
+    out: *mut spot_relocation_target,
+    cap: usize,
+    out_n: *mut usize,
+    out_total: *mut usize,
+) -> spot_status {
+    boundary("spot_node_relocation_targets", || {
+        let n = NODES.get(node)?;
+        let out = OutSlice::new(out, cap, "out")?;
+        let out_n = Out::new(out_n, "out_n")?;
+        let total = Out::optional(out_total, "out_total")?;
+        let targets = n.node.relocation_targets();
+        if let Some(t) = total {
+            t.write(targets.len());
+        }
+        out_n.write(out.write_all(targets.into_iter().map(|t| match t {
+            RelocationTarget::Spot(id, kind) => spot_relocation_target {
+                what: SPOT_TARGET_SPOT,
+                spot_kind: kind_code(kind),
+                id: id.0,
+            },
+            RelocationTarget::EntryActor(a) => spot_relocation_target {
+                what: SPOT_TARGET_ENTRY_ACTOR,
+                spot_kind: 0,
+                id: a,
+            },
+        })));
+        Ok(())
+    })
+}
+
+/// Fills `*out` with the node's counters. Set `out->struct_size` first.
+/// Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT, SPOT_E_BAD_STRUCT_SIZE.
+#[no_mangle]
+pub unsafe extern "C" fn spot_node_stats(node: u64, out: *mut spot_node_stats) -> spot_status {
+    boundary("spot_node_stats", || {
+        let n = NODES.get(node)?;
+        let s = n.node.stats();
+        let stats = spot_node_stats {
+            struct_size: 0,
+            reserved: 0,
+            active_spots: s.active_spots,
+            created: s.created,
+            factory_runs: s.factory_runs,
+            creation_failures: s.creation_failures,
+            evicted: s.evicted,
+            closed: s.closed,
+            messages_admitted: s.messages_admitted,
+            messages_completed: s.messages_completed,
+            messages_dropped: s.messages_dropped,
+            rejected_application_lane: s.rejected_application_lane,
+            rejected_lifecycle_lane: s.rejected_lifecycle_lane,
+            rejected_node_inbound: s.rejected_node_inbound,
+            rejected_activation: s.rejected_activation,
+            stale_routes: s.stale_routes,
+            ticks_deferred: s.ticks_deferred,
+            eviction_passes: s.eviction_passes,
+            eviction_examined: s.eviction_examined,
+        };
+        write_versioned(out, "out", stats, std::mem::size_of::<spot_node_stats>())
+    })
+}
