@@ -9,20 +9,31 @@ use crate::kind::SpotId;
 /// The most Spots one scan examines.
 pub const SCAN_LIMIT: usize = 64;
 
-#[derive(Default)]
-pub(crate) struct Catalog {
-    ids: Vec<SpotId>,
+/// The catalog holds each evictable Spot by id and by value `T` (the node keeps its Spot
+/// there, so a scan reaches a Spot without a lookup).
+pub(crate) struct Catalog<T> {
+    ids: Vec<(SpotId, T)>,
     position: HashMap<SpotId, usize>,
     cursor: usize,
 }
 
-impl Catalog {
-    pub fn insert(&mut self, id: SpotId) {
+impl<T> Default for Catalog<T> {
+    fn default() -> Self {
+        Self {
+            ids: Vec::new(),
+            position: HashMap::new(),
+            cursor: 0,
+        }
+    }
+}
+
+impl<T: Clone> Catalog<T> {
+    pub fn insert(&mut self, id: SpotId, value: T) {
         if self.position.contains_key(&id) {
             return;
         }
         self.position.insert(id, self.ids.len());
-        self.ids.push(id);
+        self.ids.push((id, value));
     }
 
     pub fn remove(&mut self, id: SpotId) {
@@ -30,7 +41,7 @@ impl Catalog {
             return;
         };
         self.ids.swap_remove(i);
-        if let Some(moved) = self.ids.get(i) {
+        if let Some((moved, _)) = self.ids.get(i) {
             self.position.insert(*moved, i);
         }
         if self.cursor > i {
@@ -45,8 +56,8 @@ impl Catalog {
         self.ids.len()
     }
 
-    /// The next at most `SCAN_LIMIT` ids from the cursor (wrapping once), advancing it.
-    pub fn next_batch(&mut self, out: &mut Vec<SpotId>) {
+    /// The next at most `SCAN_LIMIT` entries from the cursor (wrapping once), advancing it.
+    pub fn next_batch(&mut self, out: &mut Vec<T>) {
         out.clear();
         let n = self.ids.len();
         if n == 0 {
@@ -56,7 +67,7 @@ impl Catalog {
             self.cursor = 0;
         }
         for _ in 0..SCAN_LIMIT.min(n) {
-            out.push(self.ids[self.cursor]);
+            out.push(self.ids[self.cursor].1.clone());
             self.cursor += 1;
             if self.cursor == n {
                 self.cursor = 0;
@@ -73,14 +84,14 @@ mod tests {
     fn a_scan_examines_at_most_the_limit_and_resumes_at_the_cursor() {
         let mut c = Catalog::default();
         for i in 0..200 {
-            c.insert(SpotId(i));
+            c.insert(SpotId(i), i);
         }
         let mut out = Vec::new();
         c.next_batch(&mut out);
         assert_eq!(out.len(), SCAN_LIMIT);
-        assert_eq!(out[0], SpotId(0));
+        assert_eq!(out[0], 0);
         c.next_batch(&mut out);
-        assert_eq!(out[0], SpotId(64));
+        assert_eq!(out[0], 64);
         let mut seen = std::collections::HashSet::new();
         for _ in 0..4 {
             c.next_batch(&mut out);

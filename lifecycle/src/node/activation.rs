@@ -279,7 +279,7 @@ impl Node {
             return Err(fail(e));
         }
         if crate::kind::evictable(kind) {
-            self.catalog.lock().insert(id);
+            self.catalog.lock().insert(id, spot.clone());
         }
         self.counters.created.fetch_add(1, Relaxed);
         if let Some((lane, payload)) = first.take() {

@@ -42,8 +42,7 @@ impl Node {
             .fetch_add(batch.len() as u64, Relaxed);
         let now = self.rt.now();
         let mut evicted = 0;
-        for id in batch {
-            let Some(s) = self.local(id) else { continue };
+        for s in batch {
             let idle = {
                 let st = s.state.lock();
                 !st.closing && st.quiescent() && now.saturating_sub(st.last_finished) >= timeout

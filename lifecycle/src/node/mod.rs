@@ -62,7 +62,8 @@ pub enum CloseReason {
 pub struct NodeConfig {
     /// This node's id in the cluster.
     pub node: NodeId,
-    /// The id of this node's Entry Spot.
+    /// The id of this node's Entry Spot (default `u64::MAX`, out of the way of application
+    /// ids; several nodes on one store need different ones).
     pub entry: SpotId,
     /// The clock of the node's timer runtime (manual for tests).
     pub clock: ClockKind,
@@ -90,7 +91,7 @@ impl Default for NodeConfig {
     fn default() -> Self {
         Self {
             node: NodeId(1),
-            entry: SpotId(0),
+            entry: SpotId(u64::MAX),
             clock: ClockKind::Real,
             application_lane: LaneLimits::APPLICATION,
             lifecycle_lane: LaneLimits::LIFECYCLE,
@@ -225,7 +226,7 @@ pub struct Node {
     spots: RwLock<HashMap<SpotId, Arc<LocalSpot>>>,
     attempts: Mutex<HashMap<SpotId, Arc<Attempt>>>,
     routes: Mutex<HashMap<SpotId, NodeId>>,
-    catalog: Mutex<Catalog>,
+    catalog: Mutex<Catalog<Arc<LocalSpot>>>,
     entry_actors: Mutex<Vec<u64>>,
     inbound_bytes: AtomicU64,
     counters: Counters,
@@ -335,15 +336,30 @@ impl Node {
         period: Duration,
         value: u64,
     ) -> Result<spot_timer_core::TimerId> {
-        if key & crate::work::DOORBELL_KEY != 0 {
-            return Err(LifecycleError::InvalidArgument(format!(
-                "timer key {key} is reserved (keys must be below 2^63)"
-            )));
-        }
+        check_key(key)?;
         let s = self.current(spot)?;
         Ok(s.owner.register_id(
             key,
             spot_timer_core::TimerSpec::every(period),
+            Work::Timer(value),
+            None,
+        )?)
+    }
+
+    /// Registers a one-shot timer of a Spot (key below 2^63): its tick is application work
+    /// of the Spot, like a message.
+    pub fn after<K: Kind>(
+        &self,
+        spot: &Spot<K>,
+        key: u64,
+        delay: Duration,
+        value: u64,
+    ) -> Result<spot_timer_core::TimerId> {
+        check_key(key)?;
+        let s = self.current(spot)?;
+        Ok(s.owner.register_id(
+            key,
+            spot_timer_core::TimerSpec::after(delay),
             Work::Timer(value),
             None,
         )?)
@@ -457,6 +473,15 @@ impl Node {
         self.store
             .set_active(self.id, self.spots.read().len() as u64);
     }
+}
+
+fn check_key(key: u64) -> Result<()> {
+    if key & crate::work::DOORBELL_KEY != 0 {
+        return Err(LifecycleError::InvalidArgument(format!(
+            "timer key {key} is reserved (keys must be below 2^63)"
+        )));
+    }
+    Ok(())
 }
 
 impl Drop for Node {

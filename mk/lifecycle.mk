@@ -1,0 +1,21 @@
+# The Spot lifecycle (lifecycle/, crate spot-lifecycle). Its tests run with the workspace's
+# in `make test-rust`; its demo is part of `make demo`.
+#   make demo-lifecycle   100,000 Instance Spots created on demand, messages and reminder
+#                         timers, idle eviction (examples/rust/lifecycle_demo.rs)
+
+DEMO_TARGETS += demo-lifecycle
+
+.PHONY: demo-lifecycle
+
+demo-lifecycle:
+	$(CARGO) run --release -p spot-lifecycle --example lifecycle_demo
+
+# Lifecycle benchmark rows (activations/s, send→handler records per CPU-second, eviction
+# pass cost at 10k and 1M Spots, heap bytes per idle Spot): JSON lines to
+# bench/results/lifecycle.jsonl. Not part of `make test`.
+BENCH_TARGETS += bench-lifecycle
+.PHONY: bench-lifecycle
+bench-lifecycle:
+	@mkdir -p bench/results
+	$(CARGO) run --release -p spot-lifecycle --example lifecycle_bench -- --repeats 5 \
+	  | tee bench/results/lifecycle.jsonl
