@@ -28,6 +28,8 @@ REL_STRESS_ENV := STRESS_LIVE_TIMERS=1000000 STRESS_CHURN_OPS=10000000 STRESS_CH
 	STRESS_SLOW_SECS=60 STRESS_RSS_TIMERS=300000 STRESS_RSS_ROUNDS=30 \
 	STRESS_OWNER_CHURN=100000 STRESS_OWNER_ROUNDS=40
 REL_FAULT_ENV := RELIABILITY_TIMERS=20000 RELIABILITY_STALL_MS=5000 RELIABILITY_CONCURRENT_MS=30000
+REL_LIFECYCLE_ENV := LIFECYCLE_STRESS_THREADS=8 LIFECYCLE_STRESS_SPOTS=100000 LIFECYCLE_STRESS_SECS=60 \
+	LIFECYCLE_STRESS_ROUNDS=6
 REL_PY_ENV := RELIABILITY_PY_TICKS=10000000
 REL_REPLAY_CASES := 5000
 REL_LIMIT := 3600
@@ -36,6 +38,8 @@ REL_FUZZ_SECS ?= 30
 REL_STRESS_ENV := STRESS_LIVE_TIMERS=1000000 STRESS_CHURN_OPS=1000000 STRESS_CHURN_THREADS=2 \
 	STRESS_SLOW_SECS=5 STRESS_RSS_TIMERS=100000
 REL_FAULT_ENV := RELIABILITY_TIMERS=20000 RELIABILITY_STALL_MS=1500 RELIABILITY_CONCURRENT_MS=2000
+REL_LIFECYCLE_ENV := LIFECYCLE_STRESS_THREADS=8 LIFECYCLE_STRESS_SPOTS=100000 LIFECYCLE_STRESS_SECS=20 \
+	LIFECYCLE_STRESS_ROUNDS=5
 REL_PY_ENV := RELIABILITY_PY_TICKS=1000000
 REL_REPLAY_CASES := 200
 REL_LIMIT := 600
@@ -43,10 +47,10 @@ endif
 
 .PHONY: test-reliability reliability-miri reliability-fuzz reliability-stress \
 	reliability-faults-c reliability-tsan reliability-faults-py reliability-clang \
-	reliability-lib
+	reliability-lib reliability-lifecycle
 
 test-reliability: reliability-miri reliability-fuzz reliability-stress reliability-faults-c \
-	reliability-tsan reliability-faults-py
+	reliability-tsan reliability-faults-py reliability-lifecycle
 	@echo "test-reliability: all reliability suites passed ($(if $(LONG),long,quick) form)"
 
 # Miri over the unit tests (core, ffi) and the ffi boundary tests that need no scheduler
@@ -105,6 +109,15 @@ reliability-stress:
 	$(REL_STRESS_ENV) $(REL_T) $(REL_LIMIT) $(CARGO) test --release -p spot-timer-core \
 	  --test stress_accounting -- --ignored --nocapture --test-threads=1 2>&1 \
 	  | tee $(REL_BUILD)/stress.log | grep -E 'FIGURES|^RSS|^test |test result|panicked'; \
+	  exit $${PIPESTATUS[0]}
+
+# The Spot lifecycle under 8 sending threads with eviction running: no message lost or run
+# twice, live heap flat over rounds (lifecycle/tests/stress.rs).
+reliability-lifecycle:
+	@mkdir -p $(REL_BUILD)
+	$(REL_LIFECYCLE_ENV) $(REL_T) $(REL_LIMIT) $(CARGO) test --release -p spot-lifecycle \
+	  --test stress -- --ignored --nocapture 2>&1 \
+	  | tee $(REL_BUILD)/lifecycle-stress.log | grep -E 'FIGURES|^test |test result|panicked'; \
 	  exit $${PIPESTATUS[0]}
 
 reliability-lib:

@@ -1,0 +1,228 @@
+//! Stress of the lifecycle (run by `make test-reliability`; ignored by `cargo test`):
+//! sender threads address up to `LIFECYCLE_STRESS_SPOTS` Instance Spots with
+//! `send_or_create` while the host loop handles messages and evicts idle Spots, in rounds
+//! separated by an idle period that evicts everything. Checks, per round and at the end:
+//! no message runs twice, every admitted message was handled or dropped with its Spot
+//! (counted), every successful send was admitted, the live heap stays flat over rounds (no
+//! leak) and RSS levels off.
+//!
+//! Sizes: LIFECYCLE_STRESS_THREADS (8), LIFECYCLE_STRESS_SPOTS (100000),
+//! LIFECYCLE_STRESS_SECS (total seconds of load, 60), LIFECYCLE_STRESS_ROUNDS (6).
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use spot_lifecycle::*;
+
+/// Counts live heap bytes: the leak check is on these (RSS also shows the allocator's own
+/// retention across threads).
+struct Counting;
+static LIVE: AtomicU64 = AtomicU64::new(0);
+
+unsafe impl std::alloc::GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: std::alloc::Layout) -> *mut u8 {
+        LIVE.fetch_add(l.size() as u64, Relaxed);
+        std::alloc::System.alloc(l)
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: std::alloc::Layout) {
+        LIVE.fetch_sub(l.size() as u64, Relaxed);
+        std::alloc::System.dealloc(p, l)
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: std::alloc::Layout, n: usize) -> *mut u8 {
+        LIVE.fetch_add(n as u64, Relaxed);
+        LIVE.fetch_sub(l.size() as u64, Relaxed);
+        std::alloc::System.realloc(p, l, n)
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+fn env(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .map_or(0, |pages| pages * 4)
+}
+
+fn trim() {
+    extern "C" {
+        fn malloc_trim(pad: usize) -> i32;
+    }
+    // SAFETY: glibc's malloc_trim has no preconditions.
+    unsafe { malloc_trim(0) };
+}
+
+#[test]
+#[ignore = "stress: run by make test-reliability"]
+fn lifecycle_stress_no_message_lost_or_run_twice_and_memory_flat() {
+    let threads = env("LIFECYCLE_STRESS_THREADS", 8);
+    let spots = env("LIFECYCLE_STRESS_SPOTS", 100_000);
+    let secs = env("LIFECYCLE_STRESS_SECS", 60);
+    let rounds = env("LIFECYCLE_STRESS_ROUNDS", 6).max(2);
+    let idle = Duration::from_millis(300);
+    let node = Node::start(
+        NodeConfig {
+            active_cap: spots + 1,
+            instance_idle_timeout: Some(idle),
+            // Small lanes keep the work outstanding at once (and so the timer table's high
+            // water mark) bounded, so RSS over rounds shows leaks, not load.
+            application_lane: LaneLimits {
+                items: 8,
+                bytes: 8 << 10,
+            },
+            ..NodeConfig::default()
+        },
+        Arc::new(EmbeddedStore::new()),
+        None,
+    )
+    .unwrap();
+    let ok_sends = Arc::new(AtomicU64::new(0));
+    let refused = Arc::new(AtomicU64::new(0));
+    // Tags of the messages handled this round (a tag names its round, so a message can
+    // run twice only within one).
+    let mut seen: HashSet<u64> = HashSet::new();
+    let mut handled_before = 0;
+    let mut rss_after_round = Vec::new();
+    let mut heap_after_round = Vec::new();
+    let per_round = Duration::from_secs(secs) / rounds as u32;
+    for round in 0..rounds {
+        let stop = Arc::new(AtomicBool::new(false));
+        let senders: Vec<_> = (0..threads)
+            .map(|t| {
+                let (node, stop, ok, refused) = (
+                    node.clone(),
+                    stop.clone(),
+                    ok_sends.clone(),
+                    refused.clone(),
+                );
+                std::thread::spawn(move || {
+                    let mut x = 0x2545_F491_4F6C_DD1D_u64 ^ (t + 1) ^ (round << 32);
+                    let mut seq = 0u64;
+                    while !stop.load(Relaxed) {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        let id = 1 + x % spots;
+                        // A message names itself: round, thread and sequence number.
+                        let tag = (round << 56) | (t << 48) | seq;
+                        match node.send_or_create(SpotId(id), tag.to_le_bytes()) {
+                            Ok(_) => {
+                                ok.fetch_add(1, Relaxed);
+                                seq += 1;
+                            }
+                            Err(
+                                LifecycleError::CapacityExceeded { .. }
+                                | LifecycleError::StaleRoute { .. },
+                            ) => {
+                                refused.fetch_add(1, Relaxed);
+                                std::thread::yield_now();
+                            }
+                            Err(e) => panic!("unexpected: {e}"),
+                        }
+                    }
+                })
+            })
+            .collect();
+        let t0 = Instant::now();
+        let (mut batch, mut done) = (Vec::new(), Vec::new());
+        // Load, then an idle period long enough for every Spot to be evicted.
+        while t0.elapsed() < per_round + idle * 4 || node.stats().active_spots > 1 {
+            if t0.elapsed() >= per_round && !stop.load(Relaxed) {
+                stop.store(true, Relaxed);
+            }
+            assert!(
+                t0.elapsed() < per_round + Duration::from_secs(60),
+                "eviction stalled"
+            );
+            node.exchange(&done, &mut batch, 8192, Some(Duration::from_millis(2)))
+                .unwrap();
+            done.clear();
+            for r in batch.drain(..) {
+                if node.begin(&r) {
+                    if let SpotRecord::Message(m) = &r {
+                        let tag = u64::from_le_bytes(m.payload().try_into().unwrap());
+                        assert!(seen.insert(tag), "message {tag:#x} ran twice");
+                    }
+                    done.push(r.complete(Outcome::Ok));
+                } else {
+                    done.push(r.complete(Outcome::NotStarted));
+                }
+            }
+            for _ in 0..64 {
+                if node.evict_idle() == 0 {
+                    break;
+                }
+            }
+        }
+        for s in senders {
+            s.join().unwrap();
+        }
+        node.complete(&done).unwrap();
+        let s = node.stats();
+        assert_eq!(
+            s.messages_admitted,
+            ok_sends.load(Relaxed),
+            "every Ok send was admitted"
+        );
+        assert_eq!(
+            s.messages_admitted,
+            s.messages_completed + s.messages_dropped,
+            "admitted = handled + dropped: {s:?}"
+        );
+        assert_eq!(
+            s.messages_completed - handled_before,
+            seen.len() as u64,
+            "each handled once"
+        );
+        handled_before = s.messages_completed;
+        seen = HashSet::new();
+        trim();
+        rss_after_round.push(rss_kib());
+        heap_after_round.push(LIVE.load(Relaxed) / 1024);
+        println!(
+            "FIGURES round {round}: admitted {} handled {} dropped {} refused {} created {} evicted {} heap_kib {} rss_kib {}",
+            s.messages_admitted,
+            s.messages_completed,
+            s.messages_dropped,
+            refused.load(Relaxed),
+            s.created,
+            s.evicted,
+            heap_after_round.last().unwrap(),
+            rss_after_round.last().unwrap()
+        );
+    }
+    // No leak: the live heap after a round (everything evicted) stays within 2% of round
+    // 1's (round 0 grows the tables to their working size). RSS also carries the
+    // allocator's per-thread arenas, which fill up over the first rounds: from round 3 on
+    // it stays within 10% of round 2.
+    let heap_base = heap_after_round[1] as f64;
+    for (i, h) in heap_after_round.iter().enumerate().skip(2) {
+        let growth = (*h as f64 - heap_base) / heap_base;
+        assert!(
+            growth < 0.02,
+            "live heap grew {:.2}% by round {i}: {heap_after_round:?}",
+            growth * 100.0
+        );
+    }
+    if let Some(&rss_base) = rss_after_round.get(2) {
+        for (i, r) in rss_after_round.iter().enumerate().skip(3) {
+            let growth = (*r as f64 - rss_base as f64) / rss_base as f64;
+            assert!(
+                growth < 0.10,
+                "RSS grew {:.1}% by round {i}: {rss_after_round:?}",
+                growth * 100.0
+            );
+        }
+    }
+    node.shutdown();
+}
