@@ -1185,6 +1185,32 @@ spot_status spot_record_begin(uint64_t rt, const struct spot_record *rec);
 spot_status spot_wakeup_fd(uint64_t rt, int32_t *out_fd);
 
 /**
+ * Writes the quantile `q` (0..=1) of how late records were handed to the host (hand-over
+ * time minus the nominal due time of the tick each stands for) as the upper bound of its
+ * histogram bucket, in nanoseconds; `UINT64_MAX` when nothing was recorded yet.
+ *
+ * Thread-safe. Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT,
+ * SPOT_E_INVALID_ARGUMENT (q not in 0..=1).
+ */
+spot_status spot_lateness_quantile(uint64_t rt, double q, uint64_t *out_ns);
+
+/**
+ * Writes the Prometheus text exposition (format 0.0.4) of the runtime's stats (each
+ * marked gauge or counter; counters end in `_total`) and lateness histogram
+ * (`<prefix>_lateness_seconds`) to `buf`, NUL-terminated, every name prefixed with
+ * `prefix` (NULL: "spot_timer"). `*out_len` receives the text's full length without
+ * the NUL: when it is `>= cap` the text was cut; call again with a larger buffer.
+ *
+ * Thread-safe. Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT,
+ * SPOT_E_INVALID_ARGUMENT (prefix not a valid metric name, cap 0).
+ */
+spot_status spot_prometheus(uint64_t rt,
+                            const char *prefix,
+                            char *buf,
+                            size_t cap,
+                            size_t *out_len);
+
+/**
  * Creates an embedded Location Store (with its in-process cluster): nodes started on the
  * same store are simulated nodes of one cluster.
  *

@@ -6,6 +6,8 @@
 // spot::Timer requests a non-blocking cancel when it goes out of scope (call cancel() to
 // wait for the terminal result, or release() to keep the timer running). The hot paths
 // (Exchanger::next, batch callbacks) take no std::function and allocate nothing per batch.
+// The Spot lifecycle (docs/lifecycle.md): spot::Store owns a Location Store, spot::Node a
+// node started from a spot::NodeConfig (its factory and closing callback live in the Node).
 //
 // Thread-safety is that of the C functions: every method may be called from any thread;
 // moving or destroying one wrapper object concurrently with using it is the caller's
@@ -16,9 +18,13 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -393,6 +399,321 @@ private:
     uint64_t rt_;
     std::vector<spot_record> records_;
     std::vector<spot_completion> done_;
+};
+
+// ---- The Spot lifecycle (docs/lifecycle.md, L1-L7) ------------------------------------
+
+// The numbers cross the C ABI; 0 and every unknown number are refused (SPOT_E_UNKNOWN_ENUM).
+enum class SpotKind : uint32_t {
+    Entry = SPOT_KIND_ENTRY,
+    User = SPOT_KIND_USER,
+    Instance = SPOT_KIND_INSTANCE,
+};
+enum class Lane : uint32_t { Application = SPOT_LANE_APPLICATION, Lifecycle = SPOT_LANE_LIFECYCLE };
+enum class CloseReason : uint32_t {
+    IdleEvicted = SPOT_CLOSE_IDLE_EVICTED,
+    Closed = SPOT_CLOSE_CLOSED,
+    NodeShutdown = SPOT_CLOSE_NODE_SHUTDOWN,
+};
+
+// The C structs of the lifecycle (NodeStats shares its name with spot_node_stats()).
+using NodeStats = struct ::spot_node_stats;
+using NodeRecord = spot_node_record;
+using NodeCompletion = spot_node_completion;
+using RelocationTarget = spot_relocation_target;
+
+// A record's payload (empty for ticks); valid until the record is completed.
+inline std::string_view payload_of(const NodeRecord &r) noexcept {
+    return r.payload_len ? std::string_view(reinterpret_cast<const char *>(r.payload), r.payload_len)
+                         : std::string_view();
+}
+// The completion of a record with `outcome`.
+inline NodeCompletion completion_of(const NodeRecord &r, Outcome outcome) noexcept {
+    return NodeCompletion{r.token, static_cast<uint32_t>(outcome), 0};
+}
+
+// A lane's limits; 0 takes the default (application 1,024 items / 64 MiB, lifecycle 128 /
+// 4 MiB). Each item costs its payload + 256 bytes.
+struct LaneLimits {
+    uint64_t items = 0;
+    uint64_t bytes = 0;
+};
+// What a Spot's lane holds now.
+struct LaneUse {
+    uint64_t items = 0;
+    uint64_t bytes = 0;
+};
+
+// Builds a Spot's object when it is created (the Entry Spot's too, when its node starts).
+// Throwing fails the creation with SPOT_E_CREATION_FAILED (the message is the exception's
+// what()) and releases its reservation. Runs on the thread that creates the Spot — possibly
+// a thread calling another node of the same store — and must not call back into the node.
+using Factory = std::function<void(uint64_t spot_id, SpotKind kind)>;
+// Told once when a Spot closes, before its location is released. Runs on the thread that
+// closes it (also inside ~Node, with CloseReason::NodeShutdown); must not call back into
+// the node. Exceptions escaping it are swallowed.
+using ClosingCallback = std::function<void(uint64_t spot_id, SpotKind kind, CloseReason reason)>;
+
+// A Location Store (embedded, with an in-process cluster): nodes started on one Store are
+// simulated nodes of one cluster. Move-only; destruction frees the handle (nodes started
+// on it keep their reference).
+class Store {
+public:
+    Store() { check(spot_store_new(&h_)); }
+    Store(const Store &) = delete;
+    Store &operator=(const Store &) = delete;
+    Store(Store &&o) noexcept : h_(std::exchange(o.h_, 0)) {}
+    Store &operator=(Store &&o) noexcept {
+        if (this != &o) {
+            reset();
+            h_ = std::exchange(o.h_, 0);
+        }
+        return *this;
+    }
+    ~Store() { reset(); }
+
+    uint64_t handle() const noexcept { return h_; }
+    // Node `node_id` is unusable while its lease runs: its Spots are Unavailable.
+    void mark_down(uint64_t node_id) { check(spot_store_mark_down(h_, node_id)); }
+    // Node `node_id`'s lease is over: its Spots' ids are Missing (may be created again).
+    void expire_node(uint64_t node_id) { check(spot_store_expire_node(h_, node_id)); }
+
+private:
+    void reset() noexcept {
+        if (h_) spot_store_free(std::exchange(h_, 0));
+    }
+    uint64_t h_ = 0;
+};
+
+// How to start a node; builder style:
+//   NodeConfig().clock(Clock::Manual).node_id(1).entry_spot(1001).factory(f)
+// Unset limits take their defaults; an unset idle timeout means "never evicted", an unset
+// owner lease "no lease". Negative durations throw SPOT_E_INVALID_ARGUMENT.
+class NodeConfig {
+public:
+    NodeConfig &clock(Clock c) { clock_ = c; return *this; }
+    NodeConfig &node_id(uint64_t id) { node_id_ = id; return *this; }
+    NodeConfig &entry_spot(uint64_t id) { entry_spot_ = id; return *this; }
+    NodeConfig &application_lane(LaneLimits l) { application_ = l; return *this; }
+    NodeConfig &lifecycle_lane(LaneLimits l) { lifecycle_ = l; return *this; }
+    NodeConfig &node_inbound_bytes(uint64_t b) { inbound_ = b; return *this; }
+    NodeConfig &active_cap(uint64_t n) { active_cap_ = n; return *this; }
+    NodeConfig &instance_idle_timeout(nanoseconds d) {
+        idle_ns_ = duration_ns(d, "NodeConfig::instance_idle_timeout");
+        return *this;
+    }
+    NodeConfig &owner_lease(nanoseconds d) {
+        lease_ns_ = duration_ns(d, "NodeConfig::owner_lease");
+        return *this;
+    }
+    NodeConfig &factory(Factory f) { factory_ = std::move(f); return *this; }
+    NodeConfig &on_close(ClosingCallback f) { on_close_ = std::move(f); return *this; }
+
+private:
+    friend class Node;
+    Clock clock_ = Clock::Real;
+    uint64_t node_id_ = 1;
+    uint64_t entry_spot_ = 0;
+    LaneLimits application_{}, lifecycle_{};
+    uint64_t inbound_ = 0, active_cap_ = 0, idle_ns_ = 0, lease_ns_ = 0;
+    Factory factory_;
+    ClosingCallback on_close_;
+};
+
+// A node of the Spot lifecycle. Move-only; destruction shuts it down (every Spot closes
+// with CloseReason::NodeShutdown) and frees it. The factory and closing callback are kept
+// in a heap object owned by the Node (the C callbacks' env), so moving a Node keeps them
+// where the library points; they are destroyed only after the node is freed.
+// Every method may be called from any thread concurrently (as the C functions).
+class Node {
+public:
+    // A node on `store` (a simulated node of its cluster).
+    Node(const NodeConfig &cfg, const Store &store) : Node(cfg, store.handle()) {}
+    // A node with a private embedded store.
+    explicit Node(const NodeConfig &cfg) : Node(cfg, uint64_t{0}) {}
+
+    Node(const Node &) = delete;
+    Node &operator=(const Node &) = delete;
+    Node(Node &&o) noexcept : h_(std::exchange(o.h_, 0)), callbacks_(std::move(o.callbacks_)) {}
+    Node &operator=(Node &&o) noexcept {
+        if (this != &o) {
+            reset();
+            h_ = std::exchange(o.h_, 0);
+            callbacks_ = std::move(o.callbacks_);
+        }
+        return *this;
+    }
+    ~Node() { reset(); }
+
+    uint64_t handle() const noexcept { return h_; }
+
+    // Sends a message to a Ready Spot (NOT_FOUND for a missing id: nothing is created).
+    void send(uint64_t spot_id, const void *data, size_t len, Lane lane = Lane::Application) {
+        check(spot_node_send(h_, spot_id, static_cast<uint32_t>(lane), bytes(data), len));
+    }
+    void send(uint64_t spot_id, std::string_view payload, Lane lane = Lane::Application) {
+        send(spot_id, payload.data(), payload.size(), lane);
+    }
+    // Sends lifecycle work (served before application work).
+    void send_lifecycle(uint64_t spot_id, std::string_view payload) {
+        send(spot_id, payload, Lane::Lifecycle);
+    }
+    // The instance intent: creates Instance Spot `spot_id` if it does not exist, then
+    // sends. Returns the Spot's object generation.
+    uint64_t send_or_create(uint64_t spot_id, const void *data, size_t len) {
+        uint64_t generation = 0;
+        check(spot_node_send_or_create(h_, spot_id, bytes(data), len, &generation));
+        return generation;
+    }
+    uint64_t send_or_create(uint64_t spot_id, std::string_view payload) {
+        return send_or_create(spot_id, payload.data(), payload.size());
+    }
+    // Creates User Spot `spot_id` (or finds it). Returns its object generation.
+    uint64_t create_user_spot(uint64_t spot_id) {
+        uint64_t generation = 0;
+        check(spot_node_create_user_spot(h_, spot_id, &generation));
+        return generation;
+    }
+    // The kind of Spot `spot_id` if it is active on this node (NOT_FOUND otherwise).
+    SpotKind spot_kind(uint64_t spot_id) const {
+        uint32_t k = 0;
+        check(spot_node_spot_kind(h_, spot_id, &k));
+        return static_cast<SpotKind>(k);
+    }
+    // Closes Spot `spot_id` of `kind` (the Entry Spot closes only with its node).
+    void close_spot(uint64_t spot_id, SpotKind kind) {
+        check(spot_node_close_spot(h_, spot_id, static_cast<uint32_t>(kind)));
+    }
+    // A repeating timer of a Spot (key below 2^63): each tick is a SPOT_WORK_TICK record.
+    void every(uint64_t spot_id, uint64_t key, nanoseconds period, uint64_t value = 0) {
+        check(spot_node_every(h_, spot_id, key, duration_ns(period, "Node::every: the period"), value));
+    }
+    // One idle-eviction pass (at most 64 Spots examined); returns how many were evicted.
+    size_t evict_idle() {
+        size_t n = 0;
+        check(spot_node_evict_idle(h_, &n));
+        return n;
+    }
+    // Manual clock only.
+    void advance(nanoseconds by) { check(spot_node_advance(h_, duration_ns(by, "Node::advance"))); }
+
+    // Hands back `done` and waits up to `timeout` (nullopt: forever) for ready Spot work;
+    // returns at most `max` records. Complete every record once; its payload stays valid
+    // until then.
+    std::vector<NodeRecord> exchange(const std::vector<NodeCompletion> &done = {},
+                                     std::optional<nanoseconds> timeout = nanoseconds(0),
+                                     size_t max = 256) {
+        std::vector<NodeRecord> out(max ? max : 1);
+        size_t n = 0;
+        check(spot_node_exchange(h_, done.data(), done.size(), out.data(), out.size(),
+                                 timeout_ns(timeout), &n));
+        out.resize(n);
+        return out;
+    }
+    // Right before running a record's handler: true = run it; false = its Spot's
+    // authority ended (complete it Outcome::NotStarted).
+    bool begin(const NodeRecord &r) {
+        spot_status st = spot_node_begin(h_, r.token);
+        if (st == SPOT_E_STALE_ROUTE) return false;
+        check(st);
+        return true;
+    }
+    void complete(const NodeRecord &r, Outcome outcome) {
+        NodeCompletion c = completion_of(r, outcome);
+        check(spot_node_complete(h_, &c, 1));
+    }
+    void complete(const std::vector<NodeCompletion> &done) {
+        check(spot_node_complete(h_, done.data(), done.size()));
+    }
+
+    NodeStats stats() const {
+        NodeStats s{};
+        s.struct_size = sizeof s;
+        check(spot_node_stats(h_, &s));
+        return s;
+    }
+    LaneUse lane_use(uint64_t spot_id, Lane lane) const {
+        LaneUse u;
+        check(spot_node_lane_use(h_, spot_id, static_cast<uint32_t>(lane), &u.items, &u.bytes));
+        return u;
+    }
+    void add_entry_actor(uint64_t actor_id) { check(spot_node_add_entry_actor(h_, actor_id)); }
+    // The node's User and Instance Spots and its Entry Spot's actors (never the Entry Spot).
+    std::vector<RelocationTarget> relocation_targets() const {
+        std::vector<RelocationTarget> out(16);
+        for (;;) {
+            size_t n = 0, total = 0;
+            check(spot_node_relocation_targets(h_, out.data(), out.size(), &n, &total));
+            if (total <= out.size()) {
+                out.resize(n);
+                return out;
+            }
+            out.resize(total + 16); // grew meanwhile: ask again with room to spare
+        }
+    }
+
+private:
+    struct Callbacks {
+        Factory factory;
+        ClosingCallback on_close;
+    };
+
+    Node(const NodeConfig &cfg, uint64_t store) : callbacks_(new Callbacks{cfg.factory_, cfg.on_close_}) {
+        spot_node_config c{};
+        c.struct_size = sizeof c;
+        c.clock = static_cast<uint32_t>(cfg.clock_);
+        c.node_id = cfg.node_id_;
+        c.entry_spot = cfg.entry_spot_;
+        c.application_lane_items = cfg.application_.items;
+        c.application_lane_bytes = cfg.application_.bytes;
+        c.lifecycle_lane_items = cfg.lifecycle_.items;
+        c.lifecycle_lane_bytes = cfg.lifecycle_.bytes;
+        c.node_inbound_bytes = cfg.inbound_;
+        c.active_cap = cfg.active_cap_;
+        c.instance_idle_timeout_ns = cfg.idle_ns_;
+        c.owner_lease_ns = cfg.lease_ns_;
+        c.factory = callbacks_->factory ? &factory_trampoline : nullptr;
+        c.on_close = callbacks_->on_close ? &closing_trampoline : nullptr;
+        c.env = callbacks_.get();
+        check(spot_node_start(&c, store, &h_)); // on failure the callbacks die with us
+    }
+
+    static const uint8_t *bytes(const void *data) noexcept { return static_cast<const uint8_t *>(data); }
+
+    static void put_message(char *msg, size_t msg_len, const char *text) noexcept {
+        if (!msg || msg_len == 0) return;
+        size_t n = std::strlen(text);
+        if (n >= msg_len) n = msg_len - 1;
+        std::memcpy(msg, text, n);
+        msg[n] = '\0';
+    }
+    static int32_t factory_trampoline(void *env, uint64_t spot_id, uint32_t kind, char *msg,
+                                      size_t msg_len) noexcept {
+        try {
+            static_cast<Callbacks *>(env)->factory(spot_id, static_cast<SpotKind>(kind));
+            return 0;
+        } catch (const std::exception &e) {
+            put_message(msg, msg_len, e.what());
+        } catch (...) {
+            put_message(msg, msg_len, "the factory threw an exception");
+        }
+        return 1;
+    }
+    static void closing_trampoline(void *env, uint64_t spot_id, uint32_t kind, uint32_t reason) noexcept {
+        try {
+            static_cast<Callbacks *>(env)->on_close(spot_id, static_cast<SpotKind>(kind),
+                                                     static_cast<CloseReason>(reason));
+        } catch (...) {
+        }
+    }
+    void reset() noexcept {
+        // Freed first: the shutdown calls the closing callback, which must still exist.
+        if (h_) spot_node_free(std::exchange(h_, 0));
+        callbacks_.reset();
+    }
+
+    uint64_t h_ = 0;
+    std::unique_ptr<Callbacks> callbacks_;
 };
 
 } // namespace spot

@@ -85,6 +85,7 @@ test-c: c-deps header-check ffi-lib
 	g++ $(CXX_FLAGS) $(SAN) examples/cpp/*.cpp $(C_STATIC) -o $(C_BUILD)/example_cpp_asan
 	g++ $(CXX_FLAGS) $(SAN) tests/cpp/wrapper.cpp $(C_STATIC) -o $(C_BUILD)/cpp_wrapper_asan
 	g++ $(CXX_FLAGS) $(SAN) tests/cpp/result_table.cpp $(C_STATIC) -o $(C_BUILD)/cpp_result_table_asan
+	g++ $(CXX_FLAGS) $(SAN) tests/cpp/lifecycle.cpp $(C_STATIC) -o $(C_BUILD)/cpp_lifecycle_asan
 	@echo "== C++: a Timer dropped at once does not compile ([[nodiscard]]; the file is fine otherwise)"
 	@g++ $(CXX_FLAGS) -Wno-unused-result -fsyntax-only tests/cpp/discard_timer.cpp
 	@! g++ $(CXX_FLAGS) -fsyntax-only tests/cpp/discard_timer.cpp 2>/dev/null
@@ -98,6 +99,7 @@ test-c: c-deps header-check ffi-lib
 	@echo "== C++ wrapper example, ASan/UBSan";      $(T) $(C_BUILD)/example_cpp_asan > $(C_BUILD)/example_cpp.out && tail -1 $(C_BUILD)/example_cpp.out
 	@echo "== C++ wrapper tests, ASan/UBSan";        $(T) $(C_BUILD)/cpp_wrapper_asan
 	@echo "== C++ result table, ASan/UBSan";         $(T) $(C_BUILD)/cpp_result_table_asan
+	@echo "== C++ lifecycle wrapper, ASan/UBSan";    $(T) $(C_BUILD)/cpp_lifecycle_asan
 	@echo "== SONAME $(SONAME): in the library and in what links to it"
 	readelf -d $(C_LIB)/libspot_timer.so | grep -q 'Library soname: \[$(SONAME)\]'
 	readelf -d $(C_BUILD)/tests_shared | grep -q 'Shared library: \[$(SONAME)\]'

@@ -157,6 +157,16 @@ impl Schedule {
         self.base
     }
 
+    /// The nominal due time of scheduled tick `k` (1-based): fixed-rate ticks by the
+    /// period from the first, a one-shot's or `DelayNextTick`'s next tick at `base`.
+    pub fn due_time(&self, k: u64) -> Nanos {
+        if self.fixed_rate() {
+            due_of(self.base, self.period, k)
+        } else {
+            self.base
+        }
+    }
+
     /// Whether a tick is due at `now`, and which (T5's backlog rule), given the scheduled
     /// index `last` and the number `delivered` of the ticks delivered so far.
     pub fn next(&self, now: Nanos, last: u64, delivered: u64) -> Next {

@@ -60,6 +60,23 @@ macro_rules! counters {
             $($(#[$doc])* pub $name: u64,)*
         }
 
+        impl Stats {
+            /// Every field with its name and kind (gauge or counter), in declaration order:
+            /// what an exporter (Prometheus, OpenTelemetry) needs to publish them.
+            pub fn metrics(&self) -> Vec<crate::metrics::Metric> {
+                use crate::metrics::{Metric, MetricKind::{Counter, Gauge}};
+                vec![
+                    Metric { name: "scheduler_threads", kind: Gauge, value: self.scheduler_threads },
+                    Metric { name: "wakeup_primitives", kind: Gauge, value: self.wakeup_primitives },
+                    Metric { name: "os_timers", kind: Gauge, value: self.os_timers },
+                    Metric { name: "queue_len", kind: Gauge, value: self.queue_len },
+                    Metric { name: "live_timers", kind: Gauge, value: self.live_timers },
+                    Metric { name: "owners", kind: Gauge, value: self.owners },
+                    $(Metric { name: stringify!($name), kind: Counter, value: self.$name },)*
+                ]
+            }
+        }
+
         impl Counters {
             /// Reads every counter, the last-written first (see the module's rules).
             pub fn snapshot_into(&self, s: &mut Stats) {

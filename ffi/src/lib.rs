@@ -18,6 +18,7 @@ pub mod boundary;
 mod core_runtime;
 pub mod delivery;
 pub mod handles;
+pub mod metrics;
 pub mod node;
 mod node_handles;
 pub mod node_types;
@@ -29,6 +30,7 @@ pub mod types;
 
 pub use boundary::{spot_last_error, spot_status_name};
 pub use delivery::*;
+pub use metrics::*;
 pub use node::*;
 pub use node_types::*;
 pub use owner::*;

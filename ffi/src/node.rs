@@ -33,8 +33,8 @@ struct FfiNode {
     inflight: Mutex<HashMap<u64, SpotRecord>>,
 }
 
-static STORES: HandleTable<FfiStore> = HandleTable::new("store");
-static NODES: HandleTable<FfiNode> = HandleTable::new("node");
+static STORES: HandleTable<FfiStore> = HandleTable::new("store", b'S');
+static NODES: HandleTable<FfiNode> = HandleTable::new("node", b'N');
 
 fn failure(e: LifecycleError) -> Failure {
     let status = match &e {
@@ -423,26 +423,37 @@ pub extern "C" fn spot_node_advance(node: u64, ns: u64) -> spot_status {
     })
 }
 
+/// Takes the records `done` completes: every entry is checked first, so a call with a
+/// bad entry applies nothing (its valid tokens stay awaiting completion).
 fn complete_all(n: &FfiNode, done: &[spot_node_completion]) -> FfiResult<Vec<SpotCompletion>> {
     let mut inflight = n.inflight.lock().unwrap_or_else(|e| e.into_inner());
-    let mut out = Vec::with_capacity(done.len());
-    for c in done {
+    let mut outcomes = Vec::with_capacity(done.len());
+    for (i, c) in done.iter().enumerate() {
         if c.reserved != 0 {
             return Err(Failure::new(
                 SPOT_E_INVALID_ARGUMENT,
-                "`reserved` must be 0",
+                format!("`done[{i}].reserved` must be 0"),
             ));
         }
-        let outcome = outcome_from_u32(c.outcome)?;
-        let Some(rec) = inflight.remove(&c.token) else {
+        outcomes.push(outcome_from_u32(c.outcome)?);
+        if !inflight.contains_key(&c.token) || done[..i].iter().any(|d| d.token == c.token) {
             return Err(Failure::new(
                 SPOT_E_INVALID_COMPLETION,
-                format!("token {:#x} names no record awaiting completion", c.token),
+                format!(
+                    "`done[{i}]`: token {:#x} names no record awaiting completion (or twice in one call); nothing was applied",
+                    c.token
+                ),
             ));
-        };
-        out.push(rec.complete(outcome));
+        }
     }
-    Ok(out)
+    Ok(done
+        .iter()
+        .zip(outcomes)
+        .map(|(c, outcome)| {
+            let rec = inflight.remove(&c.token).expect("checked above");
+            rec.complete(outcome)
+        })
+        .collect())
 }
 
 fn c_record(r: &SpotRecord) -> spot_node_record {
@@ -580,17 +591,18 @@ pub unsafe extern "C" fn spot_node_lane_use(
         let n = NODES.get(node)?;
         let items = Out::new(out_items, "out_items")?;
         let bytes = Out::new(out_bytes, "out_bytes")?;
-        let lane =
-            match lane {
-                SPOT_LANE_APPLICATION => LaneKind::Application,
-                SPOT_LANE_LIFECYCLE => LaneKind::Lifecycle,
-                other => return Err(Failure::new(
+        let lane = match lane {
+            SPOT_LANE_APPLICATION => LaneKind::Application,
+            SPOT_LANE_LIFECYCLE => LaneKind::Lifecycle,
+            other => {
+                return Err(Failure::new(
                     SPOT_E_UNKNOWN_ENUM,
                     format!(
                         "lane {other} is not SPOT_LANE_APPLICATION (0) or SPOT_LANE_LIFECYCLE (1)"
                     ),
-                )),
-            };
+                ))
+            }
+        };
         let id = SpotId(spot_id);
         let node = &n.node;
         let used = if node.entry().id() == id {

@@ -757,3 +757,37 @@ fn calls_after_shutdown_are_refused() {
         .iter()
         .any(|c| c.0 == S && c.2 == CloseReason::NodeShutdown));
 }
+
+#[test]
+fn a_node_that_shut_down_is_never_chosen_and_its_id_is_free_again() {
+    let w = World::new();
+    let mut cfg = w.config(1);
+    cfg.active_cap = 1; // only its Entry Spot
+    let a = w.node_with(cfg);
+    let b = w.node(2);
+    b.shutdown();
+    let r = a.send_or_create(S, *b"x");
+    assert!(
+        matches!(
+            r,
+            Err(LifecycleError::CapacityExceeded {
+                queue: Queue::Activation
+            })
+        ),
+        "{r:?}"
+    );
+    // A live node below its cap is chosen, never the one that left.
+    let c = w.node(3);
+    a.send_or_create(S, *b"x").unwrap();
+    assert_eq!(
+        w.store.read(S).unwrap().record.unwrap().authority.node,
+        c.id()
+    );
+    // A live node id cannot be registered twice; a node that left can come back.
+    assert!(matches!(
+        Node::start(w.config(3), w.store.clone(), Some(w.cluster.clone())),
+        Err(LifecycleError::Store(_))
+    ));
+    let b_again = w.node(2);
+    assert_eq!(b_again.id(), NodeId(2));
+}

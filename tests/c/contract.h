@@ -3,4 +3,6 @@
 void run_contract_tests(void);
 void run_bad_input_tests(void);
 void run_result_table_tests(void);
+void run_lifecycle_tests(void);
+void run_metrics_tests(void);
 #endif

@@ -1,5 +1,5 @@
-/* The C test suite of libspot_timer: contract tests, bad-input tests and the shared
- * result table. */
+/* The C test suite of libspot_timer: contract tests, bad-input tests, the shared result
+ * table and the Spot lifecycle (L01-L16). */
 #include "contract.h"
 #include "harness.h"
 
@@ -11,5 +11,7 @@ int main(void) {
     run_contract_tests();
     run_bad_input_tests();
     run_result_table_tests();
+    run_lifecycle_tests();
+    run_metrics_tests();
     return finish_tests();
 }

@@ -33,10 +33,13 @@ impl<P: Clone> Shared<P> {
         let handed = word::hand_over(&slot.word, p.word)?;
         let last = slot.last.load(Relaxed);
         let published = slot.inflight.load(Relaxed);
-        let scheduled = slot.schedule().relabel(published, last, work.now);
+        let schedule = slot.schedule();
+        let scheduled = schedule.relabel(published, last, work.now);
         if scheduled != published {
             slot.inflight.store(scheduled, Relaxed);
         }
+        self.lateness
+            .record(work.now.saturating_sub(schedule.due_time(scheduled)));
         let tick = Tick {
             delivery_index: slot.delivered.load(Relaxed) + 1,
             scheduled_index: scheduled,

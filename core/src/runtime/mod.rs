@@ -153,6 +153,7 @@ impl<P: Clone + Send + Sync + 'static> Runtime<P> {
             shards: shards::Shards::new(shards, shift, now),
             ready: ready::ReadyQueue::default(),
             counters: Counters::default(),
+            lateness: Default::default(),
             closed: Default::default(),
             observed: crossbeam_utils::CachePadded::new(std::sync::atomic::AtomicU64::new(now)),
             callback_sink,
@@ -493,6 +494,19 @@ impl<P: Clone + Send + Sync + 'static> Runtime<P> {
         s.counters.snapshot_into(&mut out);
         out.live_timers = out.registered.saturating_sub(out.ended);
         out
+    }
+
+    /// How late records were handed to the host: hand-over time minus the nominal due time
+    /// of the tick each stands for (T3's tick, after the overrun policy), in fixed
+    /// log-linear buckets.
+    pub fn lateness(&self) -> crate::lateness::Lateness {
+        self.shared.lateness.snapshot()
+    }
+
+    /// The runtime's stats and lateness histogram in the Prometheus text format (0.0.4),
+    /// every name prefixed with `prefix` (e.g. `"spot_timer"`): serve it on `/metrics`.
+    pub fn prometheus(&self, prefix: &str) -> String {
+        crate::metrics::prometheus(&self.stats(), &self.lateness(), prefix)
     }
 
     /// Records waiting in the ready queue.

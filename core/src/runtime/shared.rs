@@ -102,6 +102,8 @@ pub(crate) struct Shared<P> {
     pub shards: Shards,
     pub ready: ReadyQueue,
     pub counters: Counters,
+    /// How late records are handed over (see `crate::lateness`).
+    pub lateness: crate::lateness::LatenessHistogram,
     pub closed: CachePadded<AtomicBool>,
     /// The latest time the runtime read from the real clock (scheduler turns, hand-overs).
     pub observed: CachePadded<AtomicU64>,

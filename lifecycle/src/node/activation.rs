@@ -218,6 +218,8 @@ impl Node {
         kind: SpotKind,
         first: &mut Option<First>,
     ) -> Result<Option<Arc<LocalSpot>>> {
+        let _running = self.activations.read();
+        self.check_open()?;
         if self.spots.read().len() as u64 >= self.config.active_cap {
             self.counters.reject(Queue::Activation);
             return Err(LifecycleError::CapacityExceeded {

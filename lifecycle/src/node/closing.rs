@@ -117,6 +117,8 @@ impl Node {
         if self.closed.swap(true, AcqRel) {
             return;
         }
+        // Activations in progress finish (or fail on `closed`) before anything closes.
+        drop(self.activations.write());
         let all: Vec<Arc<LocalSpot>> = self.spots.read().values().cloned().collect();
         for s in all {
             self.close_spot(&s, CloseReason::NodeShutdown, false);
@@ -125,5 +127,6 @@ impl Node {
         if let Some(c) = &self.cluster {
             c.leave(self.id);
         }
+        self.store.remove_node(self.id);
     }
 }

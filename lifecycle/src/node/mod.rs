@@ -234,6 +234,10 @@ pub struct Node {
     /// next exchange.
     deferred: Mutex<Vec<spot_timer_core::Completion>>,
     closed: std::sync::atomic::AtomicBool,
+    /// Held (shared) by every activation while it runs host code (the factory) and
+    /// publishes; `shutdown` takes it exclusively after closing the node, so no factory
+    /// runs once `shutdown` returned.
+    activations: RwLock<()>,
 }
 
 impl Node {
@@ -272,18 +276,22 @@ impl Node {
             counters: Counters::default(),
             deferred: Mutex::default(),
             closed: Default::default(),
+            activations: RwLock::new(()),
         });
         if let Some(c) = &node.cluster {
             c.join(&node);
         }
-        if node
-            .activate(node.config.entry, SpotKind::Entry, &mut None)?
-            .is_none()
-        {
-            return Err(LifecycleError::InvalidArgument(format!(
+        let entry = match node.activate(node.config.entry, SpotKind::Entry, &mut None) {
+            Ok(Some(_)) => Ok(()),
+            Ok(None) => Err(LifecycleError::InvalidArgument(format!(
                 "entry spot id {} is owned by another node",
                 node.config.entry
-            )));
+            ))),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = entry {
+            node.shutdown();
+            return Err(e);
         }
         Ok(node)
     }

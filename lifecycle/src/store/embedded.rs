@@ -86,6 +86,14 @@ impl EmbeddedStore {
 impl LocationStore for EmbeddedStore {
     fn register_node(&self, node: NodeId, active_cap: u64) -> Result<()> {
         let mut s = self.state.lock();
+        if s.nodes
+            .get(&node)
+            .is_some_and(|n| n.status == NodeStatus::Alive)
+        {
+            return Err(LifecycleError::Store(
+                format!("node id {} is already live in this store", node.0).into(),
+            ));
+        }
         s.nodes.insert(
             node,
             NodeEntry {
@@ -96,6 +104,13 @@ impl LocationStore for EmbeddedStore {
         );
         s.revision += 1;
         Ok(())
+    }
+
+    fn remove_node(&self, node: NodeId) {
+        let mut s = self.state.lock();
+        s.nodes.remove(&node);
+        s.revision += 1;
+        self.changed.notify_all();
     }
 
     fn set_active(&self, node: NodeId, active: u64) {

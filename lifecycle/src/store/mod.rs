@@ -89,8 +89,10 @@ pub struct Reservation {
 /// A Location Store. Every method is atomic with respect to the others.
 pub trait LocationStore: Send + Sync {
     /// Registers a node with its active-Spot cap (or registers it again after it was
-    /// down).
+    /// down or gone). A node id that is live already is refused.
     fn register_node(&self, node: NodeId, active_cap: u64) -> Result<()>;
+    /// A node that shut down (its Spots closed) leaves: it is never chosen again.
+    fn remove_node(&self, node: NodeId);
     /// Updates the node's count of active Spots (for placement).
     fn set_active(&self, node: NodeId, active: u64);
     /// A live node whose active count is below its cap, preferring `preferred`, then the

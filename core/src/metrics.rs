@@ -1,0 +1,64 @@
+//! Metrics for exporters: every stats field marked gauge or counter, and a Prometheus text
+//! exposition (format 0.0.4) of a runtime's stats and lateness histogram.
+
+use std::fmt::Write;
+
+use crate::lateness::Lateness;
+use crate::stats::Stats;
+
+/// Whether a metric goes up and down (a gauge) or only up (a counter).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetricKind {
+    /// A value that may go up and down (live timers, queue length).
+    Gauge,
+    /// A running total that only increases (records published, wakeups).
+    Counter,
+}
+
+/// One stats field for an exporter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Metric {
+    /// The field's name (`records_published`).
+    pub name: &'static str,
+    /// Gauge or counter.
+    pub kind: MetricKind,
+    /// Its value.
+    pub value: u64,
+}
+
+/// The Prometheus text exposition of `stats` and `lateness`, every name prefixed with
+/// `prefix` (e.g. `spot_timer`): counters end in `_total`, the lateness is a histogram in
+/// seconds (`<prefix>_lateness_seconds`).
+pub(crate) fn prometheus(stats: &Stats, lateness: &Lateness, prefix: &str) -> String {
+    let mut out = String::with_capacity(4096);
+    for m in stats.metrics() {
+        let (name, kind) = match m.kind {
+            MetricKind::Counter => (format!("{prefix}_{}_total", m.name), "counter"),
+            MetricKind::Gauge => (format!("{prefix}_{}", m.name), "gauge"),
+        };
+        let _ = writeln!(out, "# TYPE {name} {kind}");
+        let _ = writeln!(out, "{name} {}", m.value);
+    }
+    let h = format!("{prefix}_lateness_seconds");
+    let _ = writeln!(
+        out,
+        "# HELP {h} How long after its nominal due time each record was handed to the host."
+    );
+    let _ = writeln!(out, "# TYPE {h} histogram");
+    let mut cumulative = 0u64;
+    for b in &lateness.buckets {
+        cumulative += b.count;
+        if b.upper_ns == u64::MAX {
+            let _ = writeln!(out, "{h}_bucket{{le=\"+Inf\"}} {cumulative}");
+        } else {
+            let _ = writeln!(
+                out,
+                "{h}_bucket{{le=\"{}\"}} {cumulative}",
+                b.upper_ns as f64 / 1e9
+            );
+        }
+    }
+    let _ = writeln!(out, "{h}_sum {}", lateness.sum_ns as f64 / 1e9);
+    let _ = writeln!(out, "{h}_count {cumulative}");
+    out
+}

@@ -1,0 +1,87 @@
+//! Metrics through the C ABI (since 2.1): the runtime's lateness quantiles and a
+//! Prometheus text exposition of its stats and lateness histogram.
+
+use std::ffi::{c_char, CStr};
+
+use crate::boundary::{boundary, Failure, Out};
+use crate::handles;
+use crate::status::*;
+
+/// Writes the quantile `q` (0..=1) of how late records were handed to the host (hand-over
+/// time minus the nominal due time of the tick each stands for) as the upper bound of its
+/// histogram bucket, in nanoseconds; `UINT64_MAX` when nothing was recorded yet.
+///
+/// Thread-safe. Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT,
+/// SPOT_E_INVALID_ARGUMENT (q not in 0..=1).
+#[no_mangle]
+pub unsafe extern "C" fn spot_lateness_quantile(rt: u64, q: f64, out_ns: *mut u64) -> spot_status {
+    boundary("spot_lateness_quantile", || {
+        let out = Out::new(out_ns, "out_ns")?;
+        if !(0.0..=1.0).contains(&q) {
+            return Err(Failure::new(
+                SPOT_E_INVALID_ARGUMENT,
+                format!("quantile {q} is not between 0 and 1"),
+            ));
+        }
+        let ffi = handles::get(rt)?;
+        let ns = ffi
+            .rt
+            .lateness()
+            .quantile(q)
+            .map_or(u64::MAX, |d| d.as_nanos().min(u64::MAX as u128) as u64);
+        out.write(ns);
+        Ok(())
+    })
+}
+
+/// Writes the Prometheus text exposition (format 0.0.4) of the runtime's stats (each
+/// marked gauge or counter; counters end in `_total`) and lateness histogram
+/// (`<prefix>_lateness_seconds`) to `buf`, NUL-terminated, every name prefixed with
+/// `prefix` (NULL: "spot_timer"). `*out_len` receives the text's full length without
+/// the NUL: when it is `>= cap` the text was cut; call again with a larger buffer.
+///
+/// Thread-safe. Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT,
+/// SPOT_E_INVALID_ARGUMENT (prefix not a valid metric name, cap 0).
+#[no_mangle]
+pub unsafe extern "C" fn spot_prometheus(
+    rt: u64,
+    prefix: *const c_char,
+    buf: *mut c_char,
+    cap: usize,
+    out_len: *mut usize,
+) -> spot_status {
+    boundary("spot_prometheus", || {
+        let out_len = Out::new(out_len, "out_len")?;
+        if buf.is_null() {
+            return Err(Failure::new(SPOT_E_NULL_ARGUMENT, "`buf` must not be NULL"));
+        }
+        if cap == 0 {
+            return Err(Failure::new(
+                SPOT_E_INVALID_ARGUMENT,
+                "`cap` must be at least 1",
+            ));
+        }
+        let prefix = if prefix.is_null() {
+            "spot_timer".to_string()
+        } else {
+            CStr::from_ptr(prefix).to_string_lossy().into_owned()
+        };
+        let valid = prefix
+            .chars()
+            .enumerate()
+            .all(|(i, c)| c.is_ascii_alphabetic() || c == '_' || (i > 0 && c.is_ascii_digit()));
+        if prefix.is_empty() || !valid {
+            return Err(Failure::new(
+                SPOT_E_INVALID_ARGUMENT,
+                format!("prefix {prefix:?} is not a metric name ([a-zA-Z_][a-zA-Z0-9_]*)"),
+            ));
+        }
+        let ffi = handles::get(rt)?;
+        let text = ffi.rt.prometheus(&prefix);
+        let n = text.len().min(cap - 1);
+        std::ptr::copy_nonoverlapping(text.as_ptr(), buf as *mut u8, n);
+        *buf.add(n) = 0;
+        out_len.write(text.len());
+        Ok(())
+    })
+}
