@@ -11,7 +11,7 @@ DOTNET_MCS := mcs -langversion:7.2 -unsafe -debug -nowarn:1591
 DOTNET_LIBDIR := $(ROOT)/target/release
 DOTNET_ENV := LD_LIBRARY_PATH=$(DOTNET_LIBDIR)$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH} SPOT_REPO_ROOT=$(ROOT) \
   SPOT_RESULT_TABLE=$(ROOT)/tests/vectors/results.txt
-DOTNET_SRC := $(wildcard bindings/dotnet/src/*.cs)
+DOTNET_SRC := $(wildcard bindings/dotnet/src/*.cs bindings/dotnet/src/Lifecycle/*.cs)
 DOTNET_TEST_SRC := $(wildcard bindings/dotnet/tests/*.cs)
 DOTNET_BENCH_SECONDS ?= 5
 DOTNET_BENCH_RUNS ?= 3

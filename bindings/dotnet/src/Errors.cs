@@ -48,6 +48,17 @@ namespace SpotTimer
                 case SpotStatus.CapacityExhausted: return new CapacityExhaustedException(s, nativeMessage);
                 case SpotStatus.WrongDeliveryMode: return new WrongDeliveryModeException(s, nativeMessage);
                 case SpotStatus.Panic: return new NativePanicException(s, nativeMessage);
+                // The Spot lifecycle (src/Lifecycle/LifecycleErrors.cs).
+                case SpotStatus.NotFound: return new SpotNotFoundException(s, nativeMessage);
+                case SpotStatus.StaleRoute: return new StaleRouteException(s, nativeMessage);
+                case SpotStatus.Unavailable: return new SpotUnavailableException(s, nativeMessage);
+                case SpotStatus.CreationFailed: return new CreationFailedException(s, nativeMessage);
+                case SpotStatus.WrongKind: return new WrongKindException(s, nativeMessage);
+                case SpotStatus.ApplicationLaneFull:
+                case SpotStatus.LifecycleLaneFull:
+                case SpotStatus.NodeInboundFull:
+                case SpotStatus.ActiveCap: return new CapacityExceededException(s, nativeMessage);
+                case SpotStatus.Store: return new LocationStoreException(s, nativeMessage);
                 default: return new SpotTimerException(s, nativeMessage);
             }
         }

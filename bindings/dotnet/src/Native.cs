@@ -40,6 +40,17 @@ namespace SpotTimer.Interop
         Os = 17,
         Panic = 18,
         WrongDeliveryMode = 19,
+        // The Spot lifecycle (ABI 2.1).
+        NotFound = 20,
+        StaleRoute = 21,
+        Unavailable = 22,
+        CreationFailed = 23,
+        WrongKind = 24,
+        ApplicationLaneFull = 25,
+        LifecycleLaneFull = 26,
+        NodeInboundFull = 27,
+        ActiveCap = 28,
+        Store = 29,
     }
 
     /// <summary>Header #define values (SPOT_ + field name).</summary>
@@ -51,8 +62,14 @@ namespace SpotTimer.Interop
         public const uint OUTCOME_OK = 0, OUTCOME_FAILED = 1, OUTCOME_DEFERRED = 2, OUTCOME_NOT_STARTED = 3;
         public const uint RECORD_TICK = 0, RECORD_CANCEL_DONE = 1;
         public const ulong FIRST_DUE_DEFAULT = ulong.MaxValue;
+        // The Spot lifecycle (ABI 2.1).
+        public const uint WORK_MESSAGE = 0, WORK_TICK = 1;
+        public const uint LANE_APPLICATION = 0, LANE_LIFECYCLE = 1;
+        public const uint KIND_INVALID = 0, KIND_ENTRY = 1, KIND_USER = 2, KIND_INSTANCE = 3;
+        public const uint CLOSE_IDLE_EVICTED = 0, CLOSE_CLOSED = 1, CLOSE_NODE_SHUTDOWN = 2;
+        public const uint TARGET_SPOT = 0, TARGET_ENTRY_ACTOR = 1;
         /// <summary>The ABI version this binding is built against: (major &lt;&lt; 16) | minor.</summary>
-        public const uint ABI_VERSION = 0x00020001; // 2.1: spot_runtime_close
+        public const uint ABI_VERSION = 0x00020001; // 2.1: spot_runtime_close, the Spot lifecycle
     }
 
     [NativeStruct("spot_timer")]
@@ -173,6 +190,95 @@ namespace SpotTimer.Interop
         public ulong last_scheduled_index;
     }
 
+    // ---- the Spot lifecycle (ABI 2.1) ----
+
+    [NativeStruct("spot_node_config")]
+    [StructLayout(LayoutKind.Sequential)]
+    public struct spot_node_config
+    {
+        public uint struct_size;
+        public uint clock;
+        public ulong node_id;
+        public ulong entry_spot;
+        public ulong application_lane_items;
+        public ulong application_lane_bytes;
+        public ulong lifecycle_lane_items;
+        public ulong lifecycle_lane_bytes;
+        public ulong node_inbound_bytes;
+        public ulong active_cap;
+        public ulong instance_idle_timeout_ns;
+        public ulong owner_lease_ns;
+        public IntPtr factory;             // spot_factory_fn
+        public IntPtr on_close;            // spot_closing_fn
+        public IntPtr env;
+    }
+
+    [NativeStruct("spot_node_completion")]
+    [StructLayout(LayoutKind.Sequential)]
+    public struct spot_node_completion
+    {
+        public ulong token;
+        public uint outcome;
+        public uint reserved;
+    }
+
+    [NativeStruct("spot_node_record")]
+    [StructLayout(LayoutKind.Sequential)]
+    public struct spot_node_record
+    {
+        public uint kind;
+        public uint lane;
+        public ulong spot_id;
+        public ulong token;
+        public IntPtr payload;             // const uint8_t *
+        public UIntPtr payload_len;        // size_t
+        public ulong key;
+        public ulong value;
+        public ulong delivery_index;
+        public ulong scheduled_index;
+        public ulong skipped_ticks;
+    }
+
+    [NativeStruct("spot_relocation_target")]
+    [StructLayout(LayoutKind.Sequential)]
+    public struct spot_relocation_target
+    {
+        public uint what;
+        public uint spot_kind;
+        public ulong id;
+    }
+
+    [NativeStruct("spot_node_stats")]
+    [StructLayout(LayoutKind.Sequential)]
+    public struct spot_node_stats
+    {
+        public uint struct_size;
+        public uint reserved;
+        public ulong active_spots;
+        public ulong created;
+        public ulong factory_runs;
+        public ulong creation_failures;
+        public ulong evicted;
+        public ulong closed;
+        public ulong messages_admitted;
+        public ulong messages_completed;
+        public ulong messages_dropped;
+        public ulong rejected_application_lane;
+        public ulong rejected_lifecycle_lane;
+        public ulong rejected_node_inbound;
+        public ulong rejected_activation;
+        public ulong stale_routes;
+        public ulong ticks_deferred;
+        public ulong eviction_passes;
+        public ulong eviction_examined;
+    }
+
+    [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
+    internal delegate int spot_factory_fn(IntPtr env, ulong spot_id, uint kind, IntPtr msg, UIntPtr msg_len);
+
+    [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
+    internal delegate void spot_closing_fn(IntPtr env, ulong spot_id, uint kind, uint reason);
+
     [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
     internal unsafe delegate void spot_batch_fn(IntPtr env, spot_record* records, UIntPtr n,
                                                 spot_completion* completions, UIntPtr* n_completions);
@@ -263,6 +369,83 @@ namespace SpotTimer.Interop
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         public static extern int spot_stats(ulong rt, spot_stats* out_stats);
+
+        // Metrics (declared so the exports stay in step with the library; no managed API yet).
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern int spot_lateness_quantile(ulong rt, double q, ulong* out_ns);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern int spot_prometheus(ulong rt, byte* prefix, byte* buf, UIntPtr cap, UIntPtr* out_len);
+
+        // ---- the Spot lifecycle (ABI 2.1): stores and nodes, generation-tagged handles of
+        // their own (0, freed and made-up handles give SPOT_E_INVALID_HANDLE) ----
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern int spot_store_new(ulong* out_store);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern int spot_store_free(ulong store);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern int spot_store_mark_down(ulong store, ulong node_id);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern int spot_store_expire_node(ulong store, ulong node_id);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern int spot_node_start(spot_node_config* cfg, ulong store, ulong* out_node);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern int spot_node_free(ulong node);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern int spot_node_send(ulong node, ulong spot_id, uint lane, byte* payload, UIntPtr payload_len);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern int spot_node_send_or_create(ulong node, ulong spot_id, byte* payload, UIntPtr payload_len,
+                                                          ulong* out_generation);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern int spot_node_create_user_spot(ulong node, ulong spot_id, ulong* out_generation);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern int spot_node_spot_kind(ulong node, ulong spot_id, uint* out_kind);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern int spot_node_close_spot(ulong node, ulong spot_id, uint kind);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern int spot_node_every(ulong node, ulong spot_id, ulong key, ulong period_ns, ulong value);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern int spot_node_evict_idle(ulong node, UIntPtr* out_evicted);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern int spot_node_advance(ulong node, ulong ns);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern int spot_node_exchange(ulong node, spot_node_completion* done, UIntPtr n_done,
+                                                    spot_node_record* out_records, UIntPtr cap, long timeout_ns,
+                                                    UIntPtr* out_n);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern int spot_node_begin(ulong node, ulong token);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern int spot_node_complete(ulong node, spot_node_completion* done, UIntPtr n_done);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern int spot_node_lane_use(ulong node, ulong spot_id, uint lane, ulong* out_items, ulong* out_bytes);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern int spot_node_add_entry_actor(ulong node, ulong actor_id);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern int spot_node_relocation_targets(ulong node, spot_relocation_target* out_targets, UIntPtr cap,
+                                                              UIntPtr* out_n, UIntPtr* out_total);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern int spot_node_stats(ulong node, spot_node_stats* out_stats);
 
         /// <summary>The calling thread's last error message ("" if none).</summary>
         public static string LastError()

@@ -89,6 +89,13 @@ namespace SpotTimer.Tests
             d["SPOT_CLOCK_" + Snake(ClockKind.Real.ToString())] = (int)ClockKind.Real;
             d["SPOT_DELIVERY_" + Snake(DeliveryMode.Exchange.ToString())] = (int)DeliveryMode.Exchange;
             d["SPOT_DELIVERY_" + Snake(DeliveryMode.Callback.ToString())] = (int)DeliveryMode.Callback;
+            // The Spot lifecycle's public enums carry the header's numbers.
+            foreach (SpotKind k in Enum.GetValues(typeof(SpotKind))) d["SPOT_KIND_" + Snake(k.ToString())] = (uint)k;
+            foreach (Lane l in Enum.GetValues(typeof(Lane))) d["SPOT_LANE_" + Snake(l.ToString())] = (uint)l;
+            foreach (CloseReason r in Enum.GetValues(typeof(CloseReason))) d["SPOT_CLOSE_" + Snake(r.ToString())] = (uint)r;
+            foreach (WorkKind w in Enum.GetValues(typeof(WorkKind))) d["SPOT_WORK_" + Snake(w.ToString())] = (uint)w;
+            foreach (RelocationTargetKind t in Enum.GetValues(typeof(RelocationTargetKind)))
+                d["SPOT_TARGET_" + Snake(t.ToString())] = (uint)t;
             return d;
         }
 
@@ -178,6 +185,17 @@ namespace SpotTimer.Tests
         }
 
         [Test]
+        public void EveryHeaderDefine_IsMirrored()
+        {
+            // Every valued #define of the header (statuses, enum values, constants) has its C#
+            // counterpart, so a value added to the header cannot be forgotten here.
+            var managed = ManagedConstants();
+            var missing = Regex.Matches(File.ReadAllText(Header), @"^#define (SPOT_\w+)[ \t]+\S", RegexOptions.Multiline)
+                .Cast<Match>().Select(m => m.Groups[1].Value).Where(n => !managed.ContainsKey(n)).ToList();
+            Assert.IsEmpty(missing, "header #defines without a C# counterpart: " + string.Join(", ", missing));
+        }
+
+        [Test]
         public void EveryDllImport_ExistsInTheLibrary_AndEveryExportIsDeclared()
         {
             var exports = new HashSet<string>(Run("nm", "-D --defined-only \"" + Library + "\"")
@@ -219,9 +237,11 @@ namespace SpotTimer.Tests
                     string c = Regex.Replace(cParams[i], @"^(const\s+)?(struct\s+)?", "");
                     Type p = csParams[i].ParameterType;
                     string expect = c.Contains("*") ? "ptr" : c.StartsWith("uint64_t") ? "u64" : c.StartsWith("int64_t") ? "i64"
+                        : c.StartsWith("double ") ? "f64"
                         : c.StartsWith("uint32_t") ? "u32" : c.StartsWith("int32_t") || c.StartsWith("spot_status ") ? "i32" : c.StartsWith("size_t") ? "usize"
                         : c.StartsWith("spot_timer ") ? "spot_timer" : c.StartsWith("spot_release_fn") ? "ptr" : "?" + c;
                     string got = p.IsPointer || p == typeof(IntPtr) ? "ptr" : p == typeof(ulong) ? "u64" : p == typeof(long) ? "i64"
+                        : p == typeof(double) ? "f64"
                         : p == typeof(uint) ? "u32" : p == typeof(int) ? "i32" : p == typeof(UIntPtr) ? "usize"
                         : p == typeof(spot_timer) ? "spot_timer" : p.Name;
                     if (expect != got) problems.Add(string.Format("{0} param {1} ({2}): C# {3}", m.Name, i, c, p.Name));
