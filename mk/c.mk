@@ -44,8 +44,8 @@ DEMO_TARGETS += demo-c
 # Tools test-c needs; installed only when missing (fresh Debian machine).
 c-deps:
 	@command -v gcc >/dev/null && command -v g++ >/dev/null && command -v valgrind >/dev/null \
-	  && command -v pkg-config >/dev/null \
-	  || (apt-get update && apt-get install -y gcc g++ valgrind pkg-config)
+	  && command -v pkg-config >/dev/null && command -v cmake >/dev/null \
+	  || (apt-get update && apt-get install -y gcc g++ valgrind pkg-config cmake)
 
 $(CBINDGEN_STAMP):
 	$(CARGO) install cbindgen --version $(CBINDGEN_VERSION) --locked --root $(TOOLS)
@@ -112,6 +112,14 @@ test-c: c-deps header-check ffi-lib
 	LD_LIBRARY_PATH=$(C_BUILD)/prefix/lib $(T) $(C_BUILD)/example_c_pkgconfig > $(C_BUILD)/example_c.out && tail -1 $(C_BUILD)/example_c.out
 	test -L $(C_BUILD)/prefix/lib/libspot_timer.so && test -L $(C_BUILD)/prefix/lib/$(SONAME) \
 	  && test -f $(C_BUILD)/prefix/lib/$(SONAME).$(ABI_MINOR).0
+	@echo "== CMake consumer: find_package(spot_timer CONFIG) from the installed prefix"
+	@rm -rf $(C_BUILD)/cmake-consumer
+	cmake -S tests/cmake -B $(C_BUILD)/cmake-consumer -DCMAKE_PREFIX_PATH=$(C_BUILD)/prefix \
+	  -DEXAMPLES=$(ROOT)/examples > $(C_BUILD)/cmake-consumer.log
+	cmake --build $(C_BUILD)/cmake-consumer >> $(C_BUILD)/cmake-consumer.log
+	$(T) $(C_BUILD)/cmake-consumer/consumer_c | tail -1
+	$(T) $(C_BUILD)/cmake-consumer/consumer_cpp | tail -1
+	readelf -d $(C_BUILD)/cmake-consumer/consumer_c | grep -q 'Shared library: \[$(SONAME)\]'
 	@echo "test-c: all C suites passed"
 
 # `examples` may gain prerequisites from other areas too: this rule adds ours, no recipe.
@@ -133,4 +141,10 @@ install: ffi-lib
 	ln -sf $(SONAME) $(DESTDIR)$(PREFIX)/lib/libspot_timer.so
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(FFI_VERSION)|' ffi/spot_timer.pc.in \
 	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/spot_timer.pc
+	install -d $(DESTDIR)$(PREFIX)/lib/cmake/spot_timer
+	sed -e 's|@SONAME_MAJOR@|$(ABI_MAJOR)|g' ffi/cmake/spot_timerConfig.cmake \
+	  > $(DESTDIR)$(PREFIX)/lib/cmake/spot_timer/spot_timerConfig.cmake
+	sed -e 's|@ABI_VERSION@|$(ABI_MAJOR).$(ABI_MINOR).0|g' -e 's|@ABI_MAJOR@|$(ABI_MAJOR)|g' \
+	  ffi/cmake/spot_timerConfigVersion.cmake \
+	  > $(DESTDIR)$(PREFIX)/lib/cmake/spot_timer/spot_timerConfigVersion.cmake
 	@echo "installed spot_timer $(FFI_VERSION) to $(DESTDIR)$(PREFIX)"

@@ -39,6 +39,11 @@
 //! registration, delivery, hand-over and completion, ends, owners, the scheduler thread.
 #![warn(missing_docs)]
 
+// The clock is Linux's CLOCK_BOOTTIME and the host wakeup an eventfd: other systems are
+// refused at build time rather than misbehaving at run time.
+#[cfg(not(target_os = "linux"))]
+compile_error!("spot-timer supports Linux only (it uses CLOCK_BOOTTIME and eventfd)");
+
 mod chunked;
 mod clock;
 mod cold;
