@@ -33,7 +33,7 @@ lint:
 test-rust:
 	$(CARGO) test --workspace --release
 	@echo "== the core crate packages and verifies as it would be published"
-	$(CARGO) publish --dry-run -p spot-timer-core --allow-dirty 2>&1 | tail -3
+	set -o pipefail; $(CARGO) publish --dry-run -p spot-timer-core --allow-dirty 2>&1 | tail -3
 
 demo-rust:
 	$(CARGO) run --release -p spot-timer-core --example demo
