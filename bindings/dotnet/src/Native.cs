@@ -370,7 +370,7 @@ namespace SpotTimer.Interop
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         public static extern int spot_stats(ulong rt, spot_stats* out_stats);
 
-        // Metrics (declared so the exports stay in step with the library; no managed API yet).
+        // Metrics: Runtime.LatenessQuantile and Runtime.Prometheus.
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         public static extern int spot_lateness_quantile(ulong rt, double q, ulong* out_ns);
 

@@ -276,6 +276,44 @@ namespace SpotTimer
             return new RuntimeStats(ref st, Interlocked.Read(ref Core.Transitions));
         }
 
+        /// <summary>Quantile <paramref name="q"/> (0..1) of how late records were handed over
+        /// (hand-over time minus the nominal due time of the tick each stands for), as the upper
+        /// bound of its histogram bucket; null when nothing was recorded yet.</summary>
+        public TimeSpan? LatenessQuantile(double q)
+        {
+            if (!(q >= 0.0 && q <= 1.0)) throw new ArgumentOutOfRangeException("q", q, "a quantile is between 0 and 1");
+            ulong ns = 0;
+            unsafe { Check(Call(rt => { ulong v; int s = Native.spot_lateness_quantile(rt, q, &v); ns = v; return s; })); }
+            if (ns == ulong.MaxValue) return null;
+            return TimeSpan.FromTicks((long)(ns / 100));
+        }
+
+        /// <summary>The runtime's stats (each marked gauge or counter; counters end in _total) and
+        /// lateness histogram (<c>prefix_lateness_seconds</c>) in the Prometheus text format 0.0.4:
+        /// serve it on /metrics.</summary>
+        public string Prometheus(string prefix = "spot_timer")
+        {
+            if (prefix == null) throw new ArgumentNullException("prefix");
+            byte[] p = System.Text.Encoding.ASCII.GetBytes(prefix + "\0");
+            int cap = 16384;
+            while (true)
+            {
+                byte[] buf = new byte[cap];
+                ulong len = 0;
+                unsafe
+                {
+                    fixed (byte* pp = p)
+                    fixed (byte* bp = buf)
+                    {
+                        byte* pq = pp; byte* bq = bp; int c = cap;
+                        Check(Call(rt => { UIntPtr n; int s = Native.spot_prometheus(rt, pq, bq, (UIntPtr)c, &n); len = (ulong)n; return s; }));
+                    }
+                }
+                if (len < (ulong)cap) return System.Text.Encoding.ASCII.GetString(buf, 0, (int)len);
+                cap = (int)len + 1;
+            }
+        }
+
         public void Dispose()
         {
             if (!Core.BeginDispose()) return;

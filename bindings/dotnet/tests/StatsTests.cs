@@ -32,6 +32,40 @@ namespace SpotTimer.Tests
         }
 
         [Test, Timeout(30000)]
+        public void Lateness_AndThePrometheusExposition_ComeFromTheRuntime()
+        {
+            using (var rt = Runtime.CreateManual())
+            {
+                Assert.IsNull(rt.LatenessQuantile(0.5), "nothing recorded yet");
+                var ticks = new List<Tick>();
+                var o = rt.AcquireOwner(1);
+                var t = o.Every(1, T.Ms(10), x => ticks.Add(x));
+                rt.Advance(T.Ms(25)); // tick 2 (due 20 ms) handed over at 25 ms
+                Assert.AreEqual("1/2/1", Ticks(ticks));
+                var p100 = rt.LatenessQuantile(1.0).Value;
+                Assert.Greater(p100, T.Ms(5));
+                Assert.LessOrEqual(p100, TimeSpan.FromTicks(T.Ms(5).Ticks * 5 / 4));
+                Assert.Throws<ArgumentOutOfRangeException>(() => rt.LatenessQuantile(1.5));
+                string text = rt.Prometheus("app");
+                StringAssert.Contains("# TYPE app_live_timers gauge\n", text);
+                StringAssert.Contains("# TYPE app_records_published_total counter\n", text);
+                StringAssert.Contains("# TYPE app_lateness_seconds histogram\n", text);
+                StringAssert.Contains("app_lateness_seconds_bucket{le=\"+Inf\"} 1\n", text);
+                StringAssert.Contains("app_lateness_seconds_count 1\n", text);
+                foreach (var line in text.Split('\n'))
+                {
+                    if (line.Length == 0 || line[0] == '#') continue;
+                    var value = line.Substring(line.LastIndexOf(' ') + 1);
+                    double d;
+                    Assert.IsTrue(double.TryParse(value, System.Globalization.NumberStyles.Float,
+                        System.Globalization.CultureInfo.InvariantCulture, out d) || value == "+Inf", line);
+                }
+                Assert.Throws<SpotInvalidArgumentException>(() => rt.Prometheus("9bad"));
+                t.Cancel(T.Wait);
+            }
+        }
+
+        [Test, Timeout(30000)]
         public void TickAccountingIdentity_HoldsOnceEveryGenerationEnded()
         {
             using (var rt = Runtime.CreateManual())
