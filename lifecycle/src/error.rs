@@ -88,7 +88,7 @@ pub enum LifecycleError {
         message: Arc<str>,
     },
     /// The id names a Spot of another kind.
-    #[error("spot {spot} is a {actual:?} spot, not {expected:?}")]
+    #[error("spot {spot} is of kind {actual:?}, not {expected:?}")]
     WrongKind {
         /// The Spot addressed.
         spot: SpotId,

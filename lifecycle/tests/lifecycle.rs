@@ -791,3 +791,71 @@ fn a_node_that_shut_down_is_never_chosen_and_its_id_is_free_again() {
     let b_again = w.node(2);
     assert_eq!(b_again.id(), NodeId(2));
 }
+
+#[test]
+fn concurrent_creations_cannot_pass_the_active_cap_together() {
+    let w = World::new();
+    let mut cfg = w.config(1);
+    cfg.active_cap = 3; // the Entry Spot and two more
+    cfg.factory = Some(Arc::new(|_, _| {
+        std::thread::sleep(Duration::from_millis(20));
+        Ok(())
+    }));
+    let node = w.node_with(cfg);
+    let barrier = Arc::new(Barrier::new(8));
+    let results: Vec<_> = (0..8)
+        .map(|i| {
+            let (n, b) = (node.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                b.wait();
+                n.send_or_create(SpotId(100 + i), *b"x").is_ok()
+            })
+        })
+        .collect::<Vec<_>>()
+        .into_iter()
+        .map(|t| t.join().unwrap())
+        .collect();
+    assert_eq!(results.iter().filter(|ok| **ok).count(), 2, "{results:?}");
+    assert_eq!(node.stats().active_spots, 3);
+    assert_eq!(node.stats().rejected_activation, 6);
+}
+
+#[test]
+fn callers_waiting_for_a_failing_creation_get_its_failure_and_do_not_run_the_factory() {
+    let w = World::new();
+    let runs = Arc::new(AtomicU64::new(0));
+    let r = runs.clone();
+    let mut cfg = w.config(1);
+    cfg.factory = Some(Arc::new(move |id, _| {
+        if id == S {
+            r.fetch_add(1, SeqCst);
+            std::thread::sleep(Duration::from_millis(50));
+            return Err("no room".into());
+        }
+        Ok(())
+    }));
+    let node = w.node_with(cfg);
+    let barrier = Arc::new(Barrier::new(6));
+    let results: Vec<_> = (0..6)
+        .map(|_| {
+            let (n, b) = (node.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                b.wait();
+                n.send_or_create(S, *b"x")
+            })
+        })
+        .collect::<Vec<_>>()
+        .into_iter()
+        .map(|t| t.join().unwrap())
+        .collect();
+    assert_eq!(runs.load(SeqCst), 1, "the factory ran once");
+    for r in &results {
+        assert!(
+            matches!(r, Err(LifecycleError::CreationFailed { .. })),
+            "{r:?}"
+        );
+    }
+    // The entry Spot is still there after shutdown (its handle is kept).
+    node.shutdown();
+    assert_eq!(node.entry().kind(), SpotKind::Entry);
+}

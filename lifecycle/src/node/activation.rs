@@ -82,11 +82,7 @@ impl Node {
                             evidence: "another creation of it did not finish in time".into(),
                         });
                     }
-                    self.store.wait_change(
-                        id,
-                        revision,
-                        until.saturating_duration_since(Instant::now()),
-                    );
+                    self.wait_creation(id, revision, until)?;
                 }
                 Resolution::Unavailable { evidence, .. } => {
                     return Err(LifecycleError::Unavailable {
@@ -118,6 +114,26 @@ impl Node {
                         None => continue,
                     }
                 }
+            }
+        }
+    }
+
+    /// Waits for a creation of `id` in progress: this process's attempt (whose failure is
+    /// the waiter's too), or else a change of the store's record.
+    pub(crate) fn wait_creation(&self, id: SpotId, revision: u64, until: Instant) -> Result<()> {
+        let local = self.attempts.lock().get(&id).cloned();
+        match local {
+            Some(attempt) => match attempt.wait(until) {
+                Some(Err(e)) => Err(e),
+                _ => Ok(()),
+            },
+            None => {
+                self.store.wait_change(
+                    id,
+                    revision,
+                    until.saturating_duration_since(Instant::now()),
+                );
+                Ok(())
             }
         }
     }
@@ -220,17 +236,25 @@ impl Node {
     ) -> Result<Option<Arc<LocalSpot>>> {
         let _running = self.activations.read();
         self.check_open()?;
-        if self.spots.read().len() as u64 >= self.config.active_cap {
+        // Take a place under the cap before anything else (given back unless the Spot is
+        // published; a close gives it back later).
+        if self.occupied.fetch_add(1, Relaxed) >= self.config.active_cap {
+            self.occupied.fetch_sub(1, Relaxed);
             self.counters.reject(Queue::Activation);
             return Err(LifecycleError::CapacityExceeded {
                 queue: Queue::Activation,
             });
         }
-        let Some(reservation) = self.store.reserve(id, kind, self.id)? else {
-            return Ok(None);
+        let reservation = match self.store.reserve(id, kind, self.id) {
+            Ok(Some(r)) => r,
+            other => {
+                self.occupied.fetch_sub(1, Relaxed);
+                return other.map(|_| None);
+            }
         };
         let fail = |e: LifecycleError| {
             self.store.abort(&reservation);
+            self.occupied.fetch_sub(1, Relaxed);
             self.counters.creation_failures.fetch_add(1, Relaxed);
             e
         };

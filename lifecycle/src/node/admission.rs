@@ -113,7 +113,7 @@ impl Node {
                             evidence: "its creation did not finish in time".into(),
                         });
                     }
-                    self.store.wait_change(spot, revision, left);
+                    self.wait_creation(spot, revision, until)?;
                 }
                 Resolution::Unavailable { evidence, .. } => {
                     return Err(LifecycleError::Unavailable {

@@ -101,6 +101,7 @@ impl Node {
         // count the messages once, here.
         self.counters.messages_dropped.fetch_add(dropped, Relaxed);
         self.spots.write().remove(&s.id);
+        self.occupied.fetch_sub(1, Relaxed);
         self.catalog.lock().remove(s.id);
         self.publish_active();
         let _ = self.store.release(s.id, s.authority);

@@ -55,13 +55,12 @@ impl Node {
     /// Applies completions without receiving (a worker thread finishing work).
     pub fn complete(&self, done: &[SpotCompletion]) -> Result<()> {
         let now = self.rt.now();
-        let core: Vec<Completion> = done
-            .iter()
-            .map(|c| {
-                self.finish_work(c, now);
-                c.core
-            })
-            .collect();
+        // With the node's own pending completions (records it completed while handing over).
+        let mut core: Vec<Completion> = std::mem::take(&mut *self.deferred.lock());
+        core.extend(done.iter().map(|c| {
+            self.finish_work(c, now);
+            c.core
+        }));
         Ok(self.rt.complete(&core)?)
     }
 

@@ -238,6 +238,11 @@ pub struct Node {
     /// publishes; `shutdown` takes it exclusively after closing the node, so no factory
     /// runs once `shutdown` returned.
     activations: RwLock<()>,
+    /// Spots active or being created here: taken before a factory runs, so concurrent
+    /// creations cannot pass the active cap together.
+    occupied: AtomicU64,
+    /// The Entry Spot's handle (it lives as long as the node).
+    entry: std::sync::OnceLock<Spot<Entry>>,
 }
 
 impl Node {
@@ -277,12 +282,17 @@ impl Node {
             deferred: Mutex::default(),
             closed: Default::default(),
             activations: RwLock::new(()),
+            occupied: AtomicU64::new(0),
+            entry: std::sync::OnceLock::new(),
         });
         if let Some(c) = &node.cluster {
             c.join(&node);
         }
         let entry = match node.activate(node.config.entry, SpotKind::Entry, &mut None) {
-            Ok(Some(_)) => Ok(()),
+            Ok(Some(s)) => {
+                let _ = node.entry.set(Spot::new(s.id, s.generation));
+                Ok(())
+            }
             Ok(None) => Err(LifecycleError::InvalidArgument(format!(
                 "entry spot id {} is owned by another node",
                 node.config.entry
@@ -303,10 +313,7 @@ impl Node {
 
     /// The node's Entry Spot.
     pub fn entry(&self) -> Spot<Entry> {
-        let s = self
-            .local(self.config.entry)
-            .expect("the Entry Spot lives as long as its node");
-        Spot::new(s.id, s.generation)
+        *self.entry.get().expect("a started node has its Entry Spot")
     }
 
     /// The Instance Spot `id` if it is active on this node.
