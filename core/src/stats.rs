@@ -63,8 +63,8 @@ macro_rules! counters {
         impl Stats {
             /// Every field with its name and kind (gauge or counter), in declaration order:
             /// what an exporter (Prometheus, OpenTelemetry) needs to publish them.
-            pub fn metrics(&self) -> Vec<crate::metrics::Metric> {
-                use crate::metrics::{Metric, MetricKind::{Counter, Gauge}};
+            pub fn metrics(&self) -> Vec<crate::metric::Metric> {
+                use crate::metric::{Metric, MetricKind::{Counter, Gauge}};
                 vec![
                     Metric { name: "scheduler_threads", kind: Gauge, value: self.scheduler_threads },
                     Metric { name: "wakeup_primitives", kind: Gauge, value: self.wakeup_primitives },

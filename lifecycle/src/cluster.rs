@@ -1,20 +1,42 @@
 //! Several simulated nodes in one process: how a node reaches another to forward a
 //! message or an activation. A deployment across processes replaces this with its
 //! transport; the rules on the receiving side (the owner and lease check of L4) stay in
-//! the node.
+//! the node, which is a [`Peer`] here — this module knows nothing else of it.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 
 use parking_lot::RwLock;
 
-use crate::node::Node;
+use crate::error::Result;
+use crate::kind::{SpotId, SpotKind};
+use crate::lane::LaneKind;
 use crate::store::NodeId;
+
+/// What one node asks of another.
+pub(crate) trait Peer: Send + Sync {
+    /// The receiving side of a routed message: its Spot's object generation once admitted.
+    fn accept(
+        &self,
+        spot: SpotId,
+        lane: LaneKind,
+        payload: Box<[u8]>,
+        create: Option<SpotKind>,
+    ) -> Result<u64>;
+    /// Creates `spot` there (with `first` as its first message, taken when used): its
+    /// object generation, or None when another node created it meanwhile.
+    fn activate_here(
+        &self,
+        spot: SpotId,
+        kind: SpotKind,
+        first: &mut Option<(LaneKind, Box<[u8]>)>,
+    ) -> Result<Option<u64>>;
+}
 
 /// The nodes of one process, by id.
 #[derive(Default)]
 pub struct Cluster {
-    nodes: RwLock<HashMap<NodeId, Weak<Node>>>,
+    nodes: RwLock<HashMap<NodeId, Weak<dyn Peer>>>,
 }
 
 impl Cluster {
@@ -23,8 +45,8 @@ impl Cluster {
         Arc::new(Self::default())
     }
 
-    pub(crate) fn join(&self, node: &Arc<Node>) {
-        self.nodes.write().insert(node.id(), Arc::downgrade(node));
+    pub(crate) fn join(&self, id: NodeId, node: Weak<dyn Peer>) {
+        self.nodes.write().insert(id, node);
     }
 
     pub(crate) fn leave(&self, id: NodeId) {
@@ -32,7 +54,7 @@ impl Cluster {
     }
 
     /// The node `id`, if it runs in this process.
-    pub(crate) fn node(&self, id: NodeId) -> Option<Arc<Node>> {
+    pub(crate) fn node(&self, id: NodeId) -> Option<Arc<dyn Peer>> {
         self.nodes.read().get(&id).and_then(Weak::upgrade)
     }
 }

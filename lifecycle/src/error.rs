@@ -114,5 +114,11 @@ pub enum LifecycleError {
     Timer(#[from] spot_timer_core::Error),
 }
 
+impl From<crate::kind::InvalidKindNumber> for LifecycleError {
+    fn from(e: crate::kind::InvalidKindNumber) -> Self {
+        LifecycleError::InvalidKind(e.0)
+    }
+}
+
 /// The lifecycle layer's result.
 pub type Result<T, E = LifecycleError> = std::result::Result<T, E>;

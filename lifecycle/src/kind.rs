@@ -9,8 +9,6 @@
 use std::fmt;
 use std::marker::PhantomData;
 
-use crate::error::LifecycleError;
-
 /// A Spot's id, unique in the cluster (one namespace for every kind).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct SpotId(pub u64);
@@ -40,16 +38,29 @@ impl SpotKind {
     /// The ABI's "invalid kind" number.
     pub const INVALID: u32 = 0;
 
-    /// The kind with ABI number `v`; `InvalidKind` for 0 and every unknown number.
-    pub fn from_u32(v: u32) -> Result<Self, LifecycleError> {
+    /// The kind with ABI number `v`; `InvalidKindNumber` for 0 and every unknown number
+    /// (it converts into `LifecycleError::InvalidKind`).
+    pub fn from_u32(v: u32) -> Result<Self, InvalidKindNumber> {
         match v {
             1 => Ok(Self::Entry),
             2 => Ok(Self::User),
             3 => Ok(Self::Instance),
-            other => Err(LifecycleError::InvalidKind(other)),
+            other => Err(InvalidKindNumber(other)),
         }
     }
 }
+
+/// A number that is not a Spot kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InvalidKindNumber(pub u32);
+
+impl fmt::Display for InvalidKindNumber {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "invalid spot kind {} (1 = Entry, 2 = User, 3 = Instance)", self.0)
+    }
+}
+
+impl std::error::Error for InvalidKindNumber {}
 
 mod sealed {
     pub trait Sealed {}

@@ -31,7 +31,7 @@ pub mod work;
 pub use catalog::SCAN_LIMIT;
 pub use cluster::Cluster;
 pub use error::{LifecycleError, Queue, Result, StaleReason};
-pub use kind::{Entry, Instance, Kind, Spot, SpotId, SpotKind, User};
+pub use kind::{Entry, Instance, InvalidKindNumber, Kind, Spot, SpotId, SpotKind, User};
 pub use lane::{LaneKind, LaneLimits, LaneUse, ITEM_OVERHEAD_BYTES};
 pub use node::{
     CloseReason, ClosingCallback, Factory, Node, NodeConfig, NodeStats, RelocationTarget,

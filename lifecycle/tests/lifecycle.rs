@@ -47,11 +47,11 @@ fn lifecycle_l01_the_entry_spot_is_not_relocated_its_actors_are() {
         })
     ));
     assert!(matches!(
-        SpotKind::from_u32(0),
+        SpotKind::from_u32(0).map_err(LifecycleError::from),
         Err(LifecycleError::InvalidKind(0))
     ));
     assert!(matches!(
-        SpotKind::from_u32(4),
+        SpotKind::from_u32(4).map_err(LifecycleError::from),
         Err(LifecycleError::InvalidKind(4))
     ));
     assert_eq!(SpotKind::from_u32(3).unwrap(), SpotKind::Instance);

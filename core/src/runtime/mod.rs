@@ -506,7 +506,7 @@ impl<P: Clone + Send + Sync + 'static> Runtime<P> {
     /// The runtime's stats and lateness histogram in the Prometheus text format (0.0.4),
     /// every name prefixed with `prefix` (e.g. `"spot_timer"`): serve it on `/metrics`.
     pub fn prometheus(&self, prefix: &str) -> String {
-        crate::metrics::prometheus(&self.stats(), &self.lateness(), prefix)
+        crate::exposition::prometheus(&self.stats(), &self.lateness(), prefix)
     }
 
     /// Records waiting in the ready queue.

@@ -17,6 +17,27 @@ use crate::resolver::{resolve, Resolution};
 /// The first message of a Spot being created: its lane and payload.
 pub(crate) type First = (crate::lane::LaneKind, Box<[u8]>);
 
+impl crate::cluster::Peer for Node {
+    fn accept(
+        &self,
+        spot: SpotId,
+        lane: crate::lane::LaneKind,
+        payload: Box<[u8]>,
+        create: Option<SpotKind>,
+    ) -> Result<u64> {
+        Node::accept(self, spot, lane, payload, create)
+    }
+
+    fn activate_here(
+        &self,
+        spot: SpotId,
+        kind: SpotKind,
+        first: &mut Option<First>,
+    ) -> Result<Option<u64>> {
+        Ok(self.activate(spot, kind, first)?.map(|s| s.generation))
+    }
+}
+
 /// One creation attempt of this process; callers that lose the race wait on it.
 #[derive(Default)]
 pub(crate) struct Attempt {
@@ -109,8 +130,8 @@ impl Node {
                             evidence: "the node chosen for it cannot be reached".into(),
                         });
                     };
-                    match remote.activate(id, kind, first)? {
-                        Some(s) => return Ok((target, s.generation)),
+                    match remote.activate_here(id, kind, first)? {
+                        Some(generation) => return Ok((target, generation)),
                         None => continue,
                     }
                 }

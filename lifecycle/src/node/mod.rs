@@ -286,7 +286,8 @@ impl Node {
             entry: std::sync::OnceLock::new(),
         });
         if let Some(c) = &node.cluster {
-            c.join(&node);
+            let weak: std::sync::Weak<Node> = Arc::downgrade(&node);
+            c.join(node.id, weak);
         }
         let entry = match node.activate(node.config.entry, SpotKind::Entry, &mut None) {
             Ok(Some(s)) => {

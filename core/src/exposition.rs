@@ -1,30 +1,11 @@
-//! Metrics for exporters: every stats field marked gauge or counter, and a Prometheus text
-//! exposition (format 0.0.4) of a runtime's stats and lateness histogram.
+//! The Prometheus text exposition (format 0.0.4) of a runtime's stats (each field marked
+//! gauge or counter, `crate::metric`) and lateness histogram.
 
 use std::fmt::Write;
 
 use crate::lateness::Lateness;
+use crate::metric::MetricKind;
 use crate::stats::Stats;
-
-/// Whether a metric goes up and down (a gauge) or only up (a counter).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MetricKind {
-    /// A value that may go up and down (live timers, queue length).
-    Gauge,
-    /// A running total that only increases (records published, wakeups).
-    Counter,
-}
-
-/// One stats field for an exporter.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Metric {
-    /// The field's name (`records_published`).
-    pub name: &'static str,
-    /// Gauge or counter.
-    pub kind: MetricKind,
-    /// Its value.
-    pub value: u64,
-}
 
 /// The Prometheus text exposition of `stats` and `lateness`, every name prefixed with
 /// `prefix` (e.g. `spot_timer`): counters end in `_total`, the lateness is a histogram in
