@@ -5,7 +5,7 @@ PY := $(PY_VENV)/bin/python
 PY_STAMP := $(PY_VENV)/.deps-stamp
 PY_SOURCES := $(shell find bindings/python/src bindings/python/python -type f 2>/dev/null) \
 	bindings/python/Cargo.toml bindings/python/Cargo.lock bindings/python/pyproject.toml \
-	$(shell find core/src -type f) core/Cargo.toml
+	$(shell find core/src lifecycle/src -type f) core/Cargo.toml lifecycle/Cargo.toml
 PY_INSTALLED := $(PY_VENV)/.spot-timer-stamp
 
 TEST_TARGETS += test-python

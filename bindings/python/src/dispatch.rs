@@ -298,7 +298,7 @@ pub fn pump<'py>(
     Ok(Some((processed, extras, pending)))
 }
 
-fn is_coroutine(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+pub fn is_coroutine(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<bool> {
     let f = ISAWAITABLE.get_or_try_init(py, || {
         py.import("inspect")
             .and_then(|m| m.getattr("isawaitable"))

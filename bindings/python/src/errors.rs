@@ -2,7 +2,7 @@
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::PyTuple;
+use pyo3::types::{PyDict, PyTuple};
 
 use spot_timer_core::{EndReason, EndResult, Error};
 
@@ -16,8 +16,18 @@ fn errors_module(py: Python<'_>) -> PyResult<&Bound<'_, PyModule>> {
 
 /// Builds the exception of class `name` (defined in `spot_timer._errors`) with `msg`.
 pub fn py_error(py: Python<'_>, name: &str, msg: String) -> PyErr {
+    py_error_with(py, name, msg, None)
+}
+
+/// [`py_error`] with keyword arguments for the class's attributes (`spot_id=...`).
+pub fn py_error_with(
+    py: Python<'_>,
+    name: &str,
+    msg: String,
+    kwargs: Option<&Bound<'_, PyDict>>,
+) -> PyErr {
     match errors_module(py).and_then(|m| m.getattr(name)) {
-        Ok(cls) => match cls.call1((msg,)) {
+        Ok(cls) => match cls.call((msg,), kwargs) {
             Ok(exc) => PyErr::from_value(exc),
             Err(e) => e,
         },

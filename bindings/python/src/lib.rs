@@ -11,6 +11,8 @@
 //!   Blocking waits (cancel, advance, close, gate) detach from the interpreter and wait in
 //!   short slices so Ctrl-C stays responsive.
 //! * One GIL entry per delivered batch, never one per record (`dispatch`).
+//! * The Spot lifecycle (`spot-lifecycle`) is `lifecycle`: `Store`, `Node` and `SpotRecord`,
+//!   re-exported by `spot_timer/lifecycle.py`.
 
 mod dispatch;
 mod durations;
@@ -18,6 +20,7 @@ mod errors;
 mod gil_cell;
 mod host;
 mod inner;
+mod lifecycle;
 mod objects;
 mod owner;
 mod runtime;
@@ -39,5 +42,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MODE_THREAD", inner::MODE_THREAD)?;
     m.add("MODE_ASYNCIO", inner::MODE_ASYNCIO)?;
     m.add("MAX_TIMERS", spot_timer_core::MAX_TIMERS)?;
+    lifecycle::register(m)?;
     Ok(())
 }

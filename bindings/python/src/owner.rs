@@ -169,7 +169,7 @@ fn is_immutable_value(key: &Bound<'_, PyAny>) -> bool {
     }
 }
 
-fn check_callable(py: Python<'_>, obj: &Bound<'_, PyAny>, name: &str) -> PyResult<()> {
+pub fn check_callable(py: Python<'_>, obj: &Bound<'_, PyAny>, name: &str) -> PyResult<()> {
     if obj.is_callable() {
         return Ok(());
     }

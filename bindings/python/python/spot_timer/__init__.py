@@ -19,6 +19,9 @@ Delivery modes (``Runtime(dispatch=...)``):
   finishes).
 * ``"manual"``: nothing runs until ``runtime.dispatch()`` is called (deterministic tests,
   together with ``ManualClock``).
+
+The Spot lifecycle (Spots of three kinds on nodes sharing a Location Store, bounded lanes,
+idle eviction) is the submodule ``spot_timer.lifecycle``.
 """
 
 from __future__ import annotations
@@ -41,23 +44,32 @@ from . import _native
 from ._errors import (
     ArgumentTypeError,
     CancelTimeoutError,
+    CapacityExceededError,
     CapacityExhaustedError,
     CleanupFailedError,
+    CreationFailedError,
     DispatchModeError,
     ForeignTimerError,
     HandlerNotCallableError,
     InvalidArgumentError,
     InvalidCompletionError,
     InvalidDurationError,
+    InvalidKindError,
     LeaseExpiredError,
+    LocationStoreError,
     NativeOSError,
+    NodeClosedError,
+    NotFoundError,
     NotManualClockError,
     RevokedError,
     RuntimeClosedError,
     SpotTimerError,
     StaleHandleError,
+    StaleRouteError,
+    UnavailableError,
     UnknownOwnerError,
     WouldDeadlockError,
+    WrongKindError,
 )
 
 Tick = _native.Tick
@@ -100,6 +112,15 @@ __all__ = [
     "CapacityExhaustedError",
     "NativeOSError",
     "DispatchModeError",
+    "NotFoundError",
+    "StaleRouteError",
+    "CapacityExceededError",
+    "UnavailableError",
+    "CreationFailedError",
+    "WrongKindError",
+    "InvalidKindError",
+    "LocationStoreError",
+    "NodeClosedError",
 ]
 
 logger = logging.getLogger("spot_timer")

@@ -9,23 +9,32 @@ from typing import Any, Callable, Dict, Hashable, Literal, Optional, Tuple, Unio
 from ._errors import (
     ArgumentTypeError as ArgumentTypeError,
     CancelTimeoutError as CancelTimeoutError,
+    CapacityExceededError as CapacityExceededError,
     CapacityExhaustedError as CapacityExhaustedError,
     CleanupFailedError as CleanupFailedError,
+    CreationFailedError as CreationFailedError,
     DispatchModeError as DispatchModeError,
     ForeignTimerError as ForeignTimerError,
     HandlerNotCallableError as HandlerNotCallableError,
     InvalidArgumentError as InvalidArgumentError,
     InvalidCompletionError as InvalidCompletionError,
     InvalidDurationError as InvalidDurationError,
+    InvalidKindError as InvalidKindError,
     LeaseExpiredError as LeaseExpiredError,
+    LocationStoreError as LocationStoreError,
     NativeOSError as NativeOSError,
+    NodeClosedError as NodeClosedError,
+    NotFoundError as NotFoundError,
     NotManualClockError as NotManualClockError,
     RevokedError as RevokedError,
     RuntimeClosedError as RuntimeClosedError,
     SpotTimerError as SpotTimerError,
     StaleHandleError as StaleHandleError,
+    StaleRouteError as StaleRouteError,
+    UnavailableError as UnavailableError,
     UnknownOwnerError as UnknownOwnerError,
     WouldDeadlockError as WouldDeadlockError,
+    WrongKindError as WrongKindError,
 )
 
 __all__ = [
@@ -61,6 +70,15 @@ __all__ = [
     "CapacityExhaustedError",
     "NativeOSError",
     "DispatchModeError",
+    "NotFoundError",
+    "StaleRouteError",
+    "CapacityExceededError",
+    "UnavailableError",
+    "CreationFailedError",
+    "WrongKindError",
+    "InvalidKindError",
+    "LocationStoreError",
+    "NodeClosedError",
 ]
 
 logger: logging.Logger

@@ -1,10 +1,15 @@
 """The exception tree of spot_timer: everything it raises derives from SpotTimerError.
 
-Each variant of the core's error type has exactly one class here; the native module
-raises them by name.
+Each variant of the core's error type, and of the Spot lifecycle's (``spot_timer.lifecycle``),
+has exactly one class here; the native module raises them by name.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+if TYPE_CHECKING:
+    from .lifecycle import Queue as _Queue, SpotKind as _SpotKind, StaleReason as _StaleReason
 
 __all__ = [
     "SpotTimerError",
@@ -26,6 +31,15 @@ __all__ = [
     "CapacityExhaustedError",
     "NativeOSError",
     "DispatchModeError",
+    "NotFoundError",
+    "StaleRouteError",
+    "CapacityExceededError",
+    "UnavailableError",
+    "CreationFailedError",
+    "WrongKindError",
+    "InvalidKindError",
+    "LocationStoreError",
+    "NodeClosedError",
 ]
 
 
@@ -104,3 +118,103 @@ class NativeOSError(SpotTimerError, OSError):
 
 class DispatchModeError(SpotTimerError):
     """The call does not fit the runtime's delivery mode (e.g. dispatch() on a threaded runtime)."""
+
+
+# -- the Spot lifecycle (spot_timer.lifecycle) -------------------------------------------
+
+
+class NotFoundError(SpotTimerError, LookupError):
+    """No Spot with this id exists (an ordinary send never creates one), or it is not
+    active on this node."""
+
+    def __init__(self, message: str = "", *, spot_id: Optional[int] = None) -> None:
+        super().__init__(message)
+        #: The Spot addressed.
+        self.spot_id = spot_id
+
+
+class StaleRouteError(SpotTimerError):
+    """The message reached a node that cannot run it (not the owner any more, its owner
+    lease ran out, or the Spot is closing). It did not run and is not retried: the next call
+    resolves the Spot again."""
+
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        spot_id: Optional[int] = None,
+        reason: Optional[_StaleReason] = None,
+    ) -> None:
+        super().__init__(message)
+        #: The Spot addressed.
+        self.spot_id = spot_id
+        #: What the receiving node found (a ``StaleReason``).
+        self.reason = reason
+
+
+class CapacityExceededError(SpotTimerError):
+    """A bounded queue refused the work; ``queue`` names which (a ``Queue``: a Spot's
+    application or lifecycle lane, the node's inbound bytes, or the node's active cap)."""
+
+    def __init__(self, message: str = "", *, queue: Optional[_Queue] = None) -> None:
+        super().__init__(message)
+        #: The queue that refused.
+        self.queue = queue
+
+
+class UnavailableError(SpotTimerError):
+    """The Spot's authority exists but its owner node cannot be used (down, its lease not
+    yet over); no creation was started."""
+
+    def __init__(self, message: str = "", *, spot_id: Optional[int] = None) -> None:
+        super().__init__(message)
+        #: The Spot addressed.
+        self.spot_id = spot_id
+
+
+class CreationFailedError(SpotTimerError):
+    """The Spot's factory failed (raised); its reservation was released, so a later call
+    may create it. ``message`` is the factory's error; on the thread whose call ran the
+    factory, ``__cause__`` is the exception it raised."""
+
+    def __init__(
+        self, text: str = "", *, spot_id: Optional[int] = None, message: Optional[str] = None
+    ) -> None:
+        super().__init__(text)
+        #: The Spot being created.
+        self.spot_id = spot_id
+        #: The factory's error (``"TypeName: text"``).
+        self.message = message
+
+
+class WrongKindError(SpotTimerError):
+    """The id names a Spot of another kind than the call is for (or the call is not allowed
+    for its kind: the Entry Spot closes only with its node)."""
+
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        spot_id: Optional[int] = None,
+        expected: Optional[_SpotKind] = None,
+        actual: Optional[_SpotKind] = None,
+    ) -> None:
+        super().__init__(message)
+        #: The Spot addressed.
+        self.spot_id = spot_id
+        #: The kind the call is for.
+        self.expected = expected
+        #: The Spot's kind.
+        self.actual = actual
+
+
+class InvalidKindError(InvalidArgumentError):
+    """A kind number that is not ENTRY (1), USER (2) or INSTANCE (3)."""
+
+
+class LocationStoreError(SpotTimerError):
+    """The Location Store could not be used."""
+
+
+class NodeClosedError(RuntimeClosedError):
+    """The node has been shut down."""

@@ -1,9 +1,11 @@
 """The native module (pyo3) that ``spot_timer`` wraps: ``Owner``, ``Timer`` and ``Tick`` are
-re-exported by the package; the rest is the package's own plumbing."""
+re-exported by the package, ``Store``, ``Node`` and ``SpotRecord`` by ``spot_timer.lifecycle``;
+the rest is the package's own plumbing."""
 
 from typing import Any, Callable, Dict, List, Optional, Tuple, final
 
 from . import Owner as Owner, Tick as Tick, Timer as Timer
+from .lifecycle import Node as Node, SpotRecord as SpotRecord, Store as Store
 
 __all__ = [
     "ManualClock",
@@ -17,12 +19,23 @@ __all__ = [
     "MODE_THREAD",
     "MODE_ASYNCIO",
     "MAX_TIMERS",
+    "Store",
+    "Node",
+    "SpotRecord",
+    "LIFECYCLE_ITEM_OVERHEAD_BYTES",
+    "LIFECYCLE_SCAN_LIMIT",
+    "LIFECYCLE_APPLICATION_LANE",
+    "LIFECYCLE_LIFECYCLE_LANE",
 ]
 
 MODE_MANUAL: int
 MODE_THREAD: int
 MODE_ASYNCIO: int
 MAX_TIMERS: int
+LIFECYCLE_ITEM_OVERHEAD_BYTES: int
+LIFECYCLE_SCAN_LIMIT: int
+LIFECYCLE_APPLICATION_LANE: Tuple[int, int]
+LIFECYCLE_LIFECYCLE_LANE: Tuple[int, int]
 
 def configure(
     nanos: Callable[[object, str], int],

@@ -1,0 +1,213 @@
+//! Arguments of the lifecycle classes, checked here so that every bad input raises a
+//! `SpotTimerError` subclass whose message names the argument.
+
+use std::time::Duration;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyByteArray, PyBytes, PyInt, PyMemoryView, PyString};
+
+use spot_lifecycle::{LaneKind, LaneLimits, SpotKind};
+
+use crate::durations::nanos;
+use crate::errors::py_error;
+
+/// An optional argument whose default is not `None` (the default is the Rust side's):
+/// `Default` when the caller left it out, else what was given, `None` included.
+pub enum Arg<'py> {
+    Default,
+    Given(Bound<'py, PyAny>),
+}
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Arg<'py> {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        Ok(Arg::Given(obj.to_owned()))
+    }
+}
+
+impl<'py> Arg<'py> {
+    /// What was given, if anything.
+    pub fn given(&self) -> Option<&Bound<'py, PyAny>> {
+        match self {
+            Arg::Default => None,
+            Arg::Given(v) => Some(v),
+        }
+    }
+}
+
+fn type_name(obj: &Bound<'_, PyAny>) -> String {
+    obj.get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "?".into())
+}
+
+fn is_int(obj: &Bound<'_, PyAny>) -> bool {
+    obj.is_instance_of::<PyInt>() && !obj.is_instance_of::<PyBool>()
+}
+
+/// An id, count or value: an int in `0..2**64`.
+pub fn u64_arg(py: Python<'_>, obj: &Bound<'_, PyAny>, name: &str) -> PyResult<u64> {
+    if !is_int(obj) {
+        return Err(py_error(
+            py,
+            "ArgumentTypeError",
+            format!("{name} must be an int, not {}", type_name(obj)),
+        ));
+    }
+    obj.extract::<u64>().map_err(|_| {
+        let shown = obj.repr().map(|r| r.to_string()).unwrap_or_default();
+        py_error(
+            py,
+            "InvalidArgumentError",
+            format!("{name} must be in 0..2**64-1, got {shown}"),
+        )
+    })
+}
+
+/// A flag: `True` or `False` only.
+pub fn bool_arg(py: Python<'_>, obj: &Bound<'_, PyAny>, name: &str) -> PyResult<bool> {
+    match obj.cast::<PyBool>() {
+        Ok(b) => Ok(b.is_true()),
+        Err(_) => Err(py_error(
+            py,
+            "ArgumentTypeError",
+            format!("{name} must be a bool, not {}", type_name(obj)),
+        )),
+    }
+}
+
+/// A Spot kind: `SpotKind` or its number (1, 2, 3); every other number is refused
+/// (`InvalidKindError`, a `ValueError`).
+pub fn kind_arg(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<SpotKind> {
+    if !is_int(obj) {
+        return Err(py_error(
+            py,
+            "ArgumentTypeError",
+            format!("kind must be a SpotKind, not {}", type_name(obj)),
+        ));
+    }
+    let r = match obj.extract::<u32>() {
+        Ok(v) => SpotKind::from_u32(v).map_err(|e| e.to_string()),
+        Err(_) => Err(format!(
+            "invalid spot kind {} (1 = Entry, 2 = User, 3 = Instance)",
+            obj.repr().map(|r| r.to_string()).unwrap_or_default()
+        )),
+    };
+    r.map_err(|msg| py_error(py, "InvalidKindError", msg))
+}
+
+/// A lane: `Lane.APPLICATION` (0) or `Lane.LIFECYCLE` (1).
+pub fn lane_arg(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<LaneKind> {
+    if is_int(obj) {
+        match obj.extract::<u32>() {
+            Ok(0) => return Ok(LaneKind::Application),
+            Ok(1) => return Ok(LaneKind::Lifecycle),
+            _ => {}
+        }
+        let shown = obj.repr().map(|r| r.to_string()).unwrap_or_default();
+        return Err(py_error(
+            py,
+            "InvalidArgumentError",
+            format!("lane must be Lane.APPLICATION (0) or Lane.LIFECYCLE (1), got {shown}"),
+        ));
+    }
+    Err(py_error(
+        py,
+        "ArgumentTypeError",
+        format!("lane must be a Lane, not {}", type_name(obj)),
+    ))
+}
+
+/// A message: bytes, bytearray or memoryview (copied).
+pub fn payload_arg(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Box<[u8]>> {
+    if let Ok(b) = obj.cast::<PyBytes>() {
+        return Ok(b.as_bytes().into());
+    }
+    if let Ok(b) = obj.cast::<PyByteArray>() {
+        return Ok(b.to_vec().into_boxed_slice());
+    }
+    if obj.is_instance_of::<PyMemoryView>() {
+        let bytes = py.get_type::<PyBytes>().call1((obj,))?;
+        return Ok(bytes.cast::<PyBytes>()?.as_bytes().into());
+    }
+    let hint = if obj.is_instance_of::<PyString>() {
+        " (encode the str first)"
+    } else {
+        ""
+    };
+    Err(py_error(
+        py,
+        "ArgumentTypeError",
+        format!(
+            "payload must be bytes, bytearray or memoryview, not {}{hint}",
+            type_name(obj)
+        ),
+    ))
+}
+
+/// A lane's limits: `(items, bytes)`. Both are always set (no lane is unbounded).
+pub fn limits_arg(
+    py: Python<'_>,
+    obj: Option<&Bound<'_, PyAny>>,
+    name: &str,
+    default: LaneLimits,
+) -> PyResult<LaneLimits> {
+    let Some(obj) = obj else {
+        return Ok(default);
+    };
+    let bad = || {
+        py_error(
+            py,
+            "ArgumentTypeError",
+            format!(
+                "{name} must be a pair (items, bytes) of ints, not {}",
+                obj.repr().map(|r| r.to_string()).unwrap_or_default()
+            ),
+        )
+    };
+    if obj.is_instance_of::<PyString>() || obj.is_instance_of::<PyBytes>() {
+        return Err(bad());
+    }
+    let items: Vec<Bound<'_, PyAny>> = match obj.try_iter() {
+        Ok(it) => it.collect::<PyResult<_>>().map_err(|_| bad())?,
+        Err(_) => return Err(bad()),
+    };
+    let [items, bytes] = items.as_slice() else {
+        return Err(bad());
+    };
+    Ok(LaneLimits {
+        items: u64_arg(py, items, &format!("{name} items"))?,
+        bytes: u64_arg(py, bytes, &format!("{name} bytes"))?,
+    })
+}
+
+/// A duration: seconds (int or float) or a `timedelta`.
+pub fn seconds(py: Python<'_>, obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Duration> {
+    nanos(py, obj, name).map(Duration::from_nanos)
+}
+
+/// An optional duration: `None` is none.
+pub fn opt_seconds(
+    py: Python<'_>,
+    obj: &Bound<'_, PyAny>,
+    name: &str,
+) -> PyResult<Option<Duration>> {
+    if obj.is_none() {
+        return Ok(None);
+    }
+    seconds(py, obj, name).map(Some)
+}
+
+/// A duration that must be greater than zero when given.
+pub fn positive(py: Python<'_>, d: Option<Duration>, name: &str) -> PyResult<Option<Duration>> {
+    if d == Some(Duration::ZERO) {
+        return Err(py_error(
+            py,
+            "InvalidDurationError",
+            format!("{name} must be greater than zero"),
+        ));
+    }
+    Ok(d)
+}

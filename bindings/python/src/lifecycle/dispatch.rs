@@ -1,0 +1,162 @@
+//! A node's delivery into Python: one exchange (detached, in short slices so Ctrl-C stays
+//! responsive), then, attached, every ready record through the handler — `begin` first
+//! (a record whose Spot lost its authority or lease completes NOT_STARTED), OK when the
+//! handler returned, FAILED when it raised (reported to the node's exception handler) —
+//! and the completions handed back before returning, so no record stays outstanding.
+//!
+//! A handler that raises KeyboardInterrupt or SystemExit fails its record and the
+//! exception propagates; the rest of the batch is kept for the next `dispatch`, as the
+//! timer runtime's dispatcher does.
+
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+
+use spot_lifecycle::{LifecycleError, Node, Outcome, SpotRecord};
+
+use super::callbacks::Callbacks;
+use super::errors::to_py;
+use super::record::PySpotRecord;
+use crate::dispatch::is_coroutine;
+use crate::errors::py_error;
+use crate::inner::SLICE;
+
+/// What a node keeps for its delivery.
+pub struct Delivery<'a> {
+    pub node: &'a Node,
+    /// Manual clock: what is due is made ready before the exchange.
+    pub manual: bool,
+    pub callbacks: &'a Callbacks,
+    /// Records received and not yet started (left by a handler that raised
+    /// KeyboardInterrupt / SystemExit).
+    pub backlog: &'a Mutex<Vec<SpotRecord>>,
+}
+
+impl Delivery<'_> {
+    /// One exchange and its batch; returns how many records were handled.
+    pub fn dispatch(
+        &self,
+        py: Python<'_>,
+        handler: &Bound<'_, PyAny>,
+        timeout: Option<Duration>,
+        max: usize,
+    ) -> PyResult<usize> {
+        let mut records = std::mem::take(&mut *self.backlog.lock());
+        if records.is_empty() {
+            self.receive(py, &mut records, timeout, max)?;
+        }
+        self.run(py, handler, records)
+    }
+
+    fn receive(
+        &self,
+        py: Python<'_>,
+        records: &mut Vec<SpotRecord>,
+        timeout: Option<Duration>,
+        max: usize,
+    ) -> PyResult<()> {
+        let node = self.node;
+        if self.manual {
+            py.detach(|| node.advance(Duration::ZERO))
+                .map_err(|e| to_py(py, e))?;
+        }
+        let deadline = timeout.map(|t| Instant::now() + t);
+        loop {
+            let slice = match deadline {
+                None => SLICE,
+                Some(d) => d.saturating_duration_since(Instant::now()).min(SLICE),
+            };
+            py.detach(|| node.exchange(&[], records, max, Some(slice)))
+                .map_err(|e| to_py(py, e))?;
+            if !records.is_empty() || deadline.is_some_and(|d| Instant::now() >= d) {
+                return Ok(());
+            }
+            py.check_signals()?;
+        }
+    }
+
+    fn run(
+        &self,
+        py: Python<'_>,
+        handler: &Bound<'_, PyAny>,
+        records: Vec<SpotRecord>,
+    ) -> PyResult<usize> {
+        let mut done = Vec::with_capacity(records.len());
+        let mut fatal = None;
+        let mut processed = 0;
+        let mut rest = records.into_iter();
+        for rec in rest.by_ref() {
+            processed += 1;
+            let outcome = if !self.node.begin(&rec) {
+                Outcome::NotStarted
+            } else {
+                match self.run_one(py, handler, &rec) {
+                    Ok(o) => o,
+                    Err(e) => {
+                        fatal = Some(e);
+                        Outcome::Failed
+                    }
+                }
+            };
+            done.push(rec.complete(outcome));
+            if fatal.is_some() {
+                break;
+            }
+        }
+        let rest: Vec<SpotRecord> = rest.collect();
+        if !rest.is_empty() {
+            let mut b = self.backlog.lock();
+            let later = std::mem::replace(&mut *b, rest);
+            b.extend(later);
+        }
+        if !done.is_empty() {
+            let node = self.node;
+            match py.detach(|| node.complete(&done)) {
+                Ok(())
+                | Err(LifecycleError::Closed)
+                | Err(LifecycleError::Timer(spot_timer_core::Error::Closed)) => {}
+                Err(e) => return Err(fatal.unwrap_or_else(|| to_py(py, e))),
+            }
+        }
+        match fatal {
+            Some(e) => Err(e),
+            None => Ok(processed),
+        }
+    }
+
+    /// Runs one begun record's handler. `Err` only for what must propagate
+    /// (KeyboardInterrupt, SystemExit, or a record that could not be built).
+    fn run_one(
+        &self,
+        py: Python<'_>,
+        handler: &Bound<'_, PyAny>,
+        rec: &SpotRecord,
+    ) -> PyResult<Outcome> {
+        let obj = Bound::new(py, PySpotRecord::new(py, rec))?.into_any();
+        match handler.call1((&obj,)) {
+            Ok(res) if res.is_none() => Ok(Outcome::Ok),
+            Ok(res) => {
+                if !is_coroutine(py, &res)? {
+                    return Ok(Outcome::Ok);
+                }
+                let _ = res.call_method0("close");
+                let err = py_error(
+                    py,
+                    "ArgumentTypeError",
+                    "the handler returned a coroutine; Node.dispatch() runs handlers \
+                     synchronously (await inside a task of your own instead)"
+                        .into(),
+                );
+                self.callbacks.report(py, err, Some(&obj));
+                Ok(Outcome::Failed)
+            }
+            Err(err) if err.is_instance_of::<PyException>(py) => {
+                self.callbacks.report(py, err, Some(&obj));
+                Ok(Outcome::Failed)
+            }
+            Err(err) => Err(err),
+        }
+    }
+}
