@@ -56,7 +56,11 @@ pub struct InvalidKindNumber(pub u32);
 
 impl fmt::Display for InvalidKindNumber {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "invalid spot kind {} (1 = Entry, 2 = User, 3 = Instance)", self.0)
+        write!(
+            f,
+            "invalid spot kind {} (1 = Entry, 2 = User, 3 = Instance)",
+            self.0
+        )
     }
 }
 
