@@ -11,11 +11,13 @@ demo-lifecycle:
 	$(CARGO) run --release -p spot-lifecycle --example lifecycle_demo
 
 # Lifecycle benchmark rows (activations/s, send→handler records per CPU-second, eviction
-# pass cost at 10k and 1M Spots, heap bytes per idle Spot): JSON lines to
+# pass cost at 10k and 1M Spots, heap bytes per idle Spot; from Python, send→handler
+# against a hand-written asyncio-queue actor registry): JSON lines to
 # bench/results/lifecycle.jsonl. Not part of `make test`.
 BENCH_TARGETS += bench-lifecycle
 .PHONY: bench-lifecycle
-bench-lifecycle:
+bench-lifecycle: $$(PY_INSTALLED)
 	@mkdir -p bench/results
 	$(CARGO) run --release -p spot-lifecycle --example lifecycle_bench -- --repeats 5 \
 	  | tee bench/results/lifecycle.jsonl
+	$(PY) bench/py_lifecycle.py --repeats 5 | tee -a bench/results/lifecycle.jsonl

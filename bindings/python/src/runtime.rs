@@ -269,6 +269,38 @@ impl NativeRuntime {
         drop(taken);
     }
 
+    /// The stats fields as (name, "gauge" | "counter", value).
+    fn metrics(&self) -> Vec<(&'static str, &'static str, u64)> {
+        self.inner
+            .rt
+            .stats()
+            .metrics()
+            .into_iter()
+            .map(|m| {
+                let kind = match m.kind {
+                    spot_timer_core::MetricKind::Gauge => "gauge",
+                    spot_timer_core::MetricKind::Counter => "counter",
+                };
+                (m.name, kind, m.value)
+            })
+            .collect()
+    }
+
+    /// The lateness histogram: ([(upper bound ns or None for the last, count)], sum ns).
+    fn lateness(&self) -> (Vec<(Option<u64>, u64)>, u64) {
+        let l = self.inner.rt.lateness();
+        let buckets = l
+            .buckets
+            .iter()
+            .map(|b| ((b.upper_ns != u64::MAX).then_some(b.upper_ns), b.count))
+            .collect();
+        (buckets, l.sum_ns)
+    }
+
+    fn prometheus(&self, prefix: &str) -> String {
+        self.inner.rt.prometheus(prefix)
+    }
+
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let s = self.inner.rt.stats();
         let d = PyDict::new(py);

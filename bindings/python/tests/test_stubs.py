@@ -118,3 +118,12 @@ def test_lifecycle_usage_type_checks_strictly(tmp_path):
         assert (p.returncode == 0) == ok, p.stdout + p.stderr
         if not ok:
             assert "dispatch" in p.stdout and "send" in p.stdout, p.stdout
+
+
+def test_the_package_has_its_version():
+    import importlib.metadata
+
+    import spot_timer
+
+    assert spot_timer.__version__ == importlib.metadata.version("spot-timer")
+    assert spot_timer.__version__.count(".") == 2

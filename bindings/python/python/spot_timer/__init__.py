@@ -79,7 +79,16 @@ Owner = _native.Owner
 #: The handle of one timer generation (owner, key, generation) (native).
 Timer = _native.Timer
 
+try:
+    from importlib.metadata import PackageNotFoundError as _NotInstalled
+    from importlib.metadata import version as _version
+
+    __version__: str = _version("spot-timer")
+except _NotInstalled:  # imported from a source tree, not installed
+    __version__ = "0+unknown"
+
 __all__ = [
+    "__version__",
     "Runtime",
     "ManualClock",
     "Owner",
@@ -633,6 +642,43 @@ class Runtime:
     # -- stats and shutdown --------------------------------------------------------------
     def stats(self) -> Stats:
         return Stats(**self._native.stats())
+
+    def metrics(self) -> List[Tuple[str, str, int]]:
+        """Every stats field as ``(name, "gauge" | "counter", value)``."""
+        return list(self._native.metrics())
+
+    def lateness(self) -> Tuple[List[Tuple[Optional[float], int]], float]:
+        """How late records were handed over (hand-over minus the nominal due time of each
+        record's tick): ``([(upper bound in seconds, or None for the last bucket, count)],
+        sum in seconds)`` — fixed log-linear buckets, not cumulative."""
+        buckets, sum_ns = self._native.lateness()
+        return [(None if ub is None else ub / 1e9, c) for ub, c in buckets], sum_ns / 1e9
+
+    def lateness_quantile(self, q: float) -> Optional[float]:
+        """Seconds: the upper bound of the bucket holding quantile ``q`` (0..1) of the
+        lateness; None when nothing was recorded."""
+        if not 0.0 <= q <= 1.0:
+            raise InvalidArgumentError(f"quantile {q!r} is not between 0 and 1")
+        buckets, _ = self.lateness()
+        total = sum(c for _, c in buckets)
+        if total == 0:
+            return None
+        rank = max(1, math.ceil(q * total))
+        seen = 0
+        for ub, c in buckets:
+            seen += c
+            if seen >= rank:
+                return math.inf if ub is None else ub
+        return math.inf
+
+    def prometheus(self, prefix: str = "spot_timer") -> str:
+        """The stats (gauges and counters, counters ending in ``_total``) and the lateness
+        histogram in the Prometheus text format 0.0.4."""
+        if not prefix or not (prefix[0].isalpha() or prefix[0] == "_") or not all(
+            c.isalnum() or c == "_" for c in prefix
+        ) or not prefix.isascii():
+            raise InvalidArgumentError(f"prefix {prefix!r} is not a metric name")
+        return str(self._native.prometheus(prefix))
 
     def held_python_objects(self) -> int:
         """Python callables the runtime holds for live timers (diagnostics)."""

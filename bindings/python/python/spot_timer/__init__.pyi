@@ -4,7 +4,9 @@ import datetime
 import enum
 import logging
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Hashable, Literal, Optional, Tuple, Union, final
+from typing import Any, Callable, Dict, Hashable, List, Literal, Optional, Tuple, Union, final
+
+__version__: str
 
 from ._errors import (
     ArgumentTypeError as ArgumentTypeError,
@@ -38,6 +40,7 @@ from ._errors import (
 )
 
 __all__ = [
+    "__version__",
     "Runtime",
     "ManualClock",
     "Owner",
@@ -236,6 +239,10 @@ class Runtime:
     def dispatch(self, timeout: Optional[Duration] = 0) -> int: ...
     def set_exception_handler(self, handler: Optional[ExceptionHandler]) -> None: ...
     def stats(self) -> Stats: ...
+    def metrics(self) -> List[Tuple[str, str, int]]: ...
+    def lateness(self) -> Tuple[List[Tuple[Optional[float], int]], float]: ...
+    def lateness_quantile(self, q: float) -> Optional[float]: ...
+    def prometheus(self, prefix: str = "spot_timer") -> str: ...
     def held_python_objects(self) -> int: ...
     def close(self, timeout: Optional[Duration] = 2.0) -> None: ...
 
