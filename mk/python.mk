@@ -12,7 +12,7 @@ TEST_TARGETS += test-python
 DEMO_TARGETS += demo-python
 BENCH_TARGETS += bench-python
 
-.PHONY: python-install test-python demo-python bench-python lint-python wheel
+.PHONY: python-install test-python demo-python bench-python lint-python wheel pyright-examples
 
 # `make wheel`: the release wheel (abi3, manylinux tag set by maturin's auditwheel repair)
 # into build/wheels, checked with `auditwheel show`.
@@ -37,8 +37,19 @@ $(PY_INSTALLED): $(PY_STAMP) $(PY_SOURCES)
 
 python-install: $(PY_INSTALLED)
 
-test-python: lint-python $(PY_INSTALLED) wheel
+test-python: lint-python $(PY_INSTALLED) wheel pyright-examples
 	cd bindings/python && $(PY) -m pytest -q --timeout 120 tests
+
+# pyright (pinned, from npm into build/tools) on the examples, against the installed package
+# (mypy --strict runs in the pytest suite).
+PYRIGHT_VERSION := 1.1.414
+PYRIGHT := $(TOOLS)/pyright-$(PYRIGHT_VERSION)/node_modules/.bin/pyright
+$(PYRIGHT):
+	@command -v npm >/dev/null || (apt-get update && apt-get install -y nodejs npm)
+	mkdir -p $(TOOLS)/pyright-$(PYRIGHT_VERSION)
+	cd $(TOOLS)/pyright-$(PYRIGHT_VERSION) && npm install --silent --no-audit --no-fund pyright@$(PYRIGHT_VERSION)
+pyright-examples: $(PYRIGHT) $(PY_INSTALLED)
+	$(PYRIGHT) --pythonpath $(PY) examples/python/*.py
 
 lint-python:
 	cd bindings/python && $(CARGO) fmt --check && $(CARGO) clippy --release -- -D warnings
