@@ -859,3 +859,51 @@ fn callers_waiting_for_a_failing_creation_get_its_failure_and_do_not_run_the_fac
     node.shutdown();
     assert_eq!(node.entry().kind(), SpotKind::Entry);
 }
+
+#[test]
+fn an_explicit_close_waits_for_the_running_handler_and_drops_what_is_queued() {
+    let w = World::new();
+    let node = w.node(1);
+    let spot = node.create_user_spot(S).unwrap();
+    node.send(S, *b"running").unwrap();
+    node.send(S, *b"queued").unwrap();
+    let held = take_ready(&node);
+    assert_eq!(held.len(), 1);
+    assert!(node.begin(&held[0]));
+    // Closed from inside (or beside) the running handler: accepted, not finished yet.
+    assert!(node.close_user_spot(spot).unwrap());
+    assert!(
+        w.closes.lock().unwrap().iter().all(|c| c.0 != S),
+        "no callback beside the handler"
+    );
+    assert!(matches!(
+        node.send(S, *b"late"),
+        Err(LifecycleError::StaleRoute {
+            reason: StaleReason::Closing,
+            ..
+        })
+    ));
+    // The handler completes; the host's next exchange finds nothing of the Spot to run (its
+    // dropped message's doorbell ends not started) and the close finishes: callback while
+    // still located, then the release.
+    node.complete(&[held[0].complete(Outcome::Ok)]).unwrap();
+    assert!(run_ready(&node).is_empty(), "the queued message never runs");
+    assert_eq!(
+        w.closes.lock().unwrap().last().copied(),
+        Some((S, SpotKind::User, CloseReason::Closed, true))
+    );
+    assert!(w.store.read(S).unwrap().record.is_none());
+    let s = node.stats();
+    assert_eq!(
+        (
+            s.messages_admitted,
+            s.messages_completed,
+            s.messages_dropped
+        ),
+        (2, 1, 1)
+    );
+    assert!(matches!(
+        node.send(S, *b"x"),
+        Err(LifecycleError::NotFound(S))
+    ));
+}

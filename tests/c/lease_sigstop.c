@@ -45,11 +45,13 @@ static int child(FILE *log) {
     struct spot_runtime_config cfg = {0};
     cfg.struct_size = sizeof cfg;
     cfg.clock = SPOT_CLOCK_REAL;
-    uint64_t rt, epoch, now;
-    if (spot_runtime_new(&cfg, &rt) || spot_owner_acquire(rt, 1, LEASE, SPOT_GATE_SERIAL, &epoch))
-        return 2;
+    uint64_t rt, epoch, now, before_acquire;
+    if (spot_runtime_new(&cfg, &rt)) return 2;
+    spot_now(rt, &before_acquire);
+    if (spot_owner_acquire(rt, 1, LEASE, SPOT_GATE_SERIAL, &epoch)) return 2;
     spot_now(rt, &now);
-    fprintf(log, "deadline %llu\n", (unsigned long long)(now + LEASE));
+    fprintf(log, "deadline %llu %llu\n", (unsigned long long)(before_acquire + LEASE),
+            (unsigned long long)(now + LEASE));
     struct spot_timer_spec sp = {0};
     sp.struct_size = sizeof sp;
     sp.policy = SPOT_POLICY_SKIP_LATE_TICKS;
@@ -97,10 +99,14 @@ static int child(FILE *log) {
         }
         spot_now(rt, &now);
         if (renewing && now - last_renew >= RENEW_EVERY) {
+            uint64_t before_renew = now;
             spot_status st = spot_owner_renew(rt, 1, epoch, LEASE);
             if (st == SPOT_OK) {
-                spot_now(rt, &now); /* the deadline is at least this far: renew read the clock before */
-                fprintf(log, "deadline %llu\n", (unsigned long long)(now + LEASE));
+                /* The new deadline lies between the clock read before the renewal and the one
+                 * after it (plus the lease); a SIGSTOP between the two widens the gap. */
+                spot_now(rt, &now);
+                fprintf(log, "deadline %llu %llu\n", (unsigned long long)(before_renew + LEASE),
+                        (unsigned long long)(now + LEASE));
                 last_renew = now;
             } else {
                 fprintf(log, "renew-failed %llu %s\n", (unsigned long long)now, spot_status_name(st));
@@ -154,15 +160,18 @@ static void sigstop_past_lease(void) {
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 
     FILE *r = fopen(path, "r");
-    uint64_t deadline = 0, last_tick = 0, last_sched = 0;
+    /* deadline: the latest the lease can end (ticks at or after it are violations);
+     * deadline_lo: the earliest (the stop must outlast it). */
+    uint64_t deadline = 0, deadline_lo = 0, last_tick = 0, last_sched = 0;
     unsigned long long ticks_before = 0, ticks_after_deadline = 0, ticks_after_cont = 0,
                        max_burst = 0, bad_index = 0;
     int renew_failed = 0, ended_expired = 0;
     while (r && fgets(line, sizeof line, r)) {
         unsigned long long a, b, c, d;
         char word[64];
-        if (sscanf(line, "deadline %llu", &a) == 1) {
-            deadline = a;
+        if (sscanf(line, "deadline %llu %llu", &a, &b) == 2) {
+            deadline_lo = a;
+            deadline = b;
         } else if (sscanf(line, "tick %llu %llu %llu %llu", &a, &b, &c, &d) == 4) {
             if (a >= deadline) ticks_after_deadline++;
             if (a >= cont_at) ticks_after_cont++;
@@ -186,7 +195,7 @@ static void sigstop_past_lease(void) {
     CHECK(ticks_before >= 10);          /* it really ran before the stop */
     CHECK_EQ_U64(ticks_after_deadline, 0); /* no callback after the lease deadline */
     CHECK_EQ_U64(ticks_after_cont, 0);  /* no backlog burst on resume */
-    CHECK(deadline < cont_at);          /* the stop really outlasted the lease */
+    CHECK(deadline_lo < cont_at);       /* the stop really outlasted the lease */
     CHECK(renew_failed);                /* the late renewal was refused */
     CHECK(ended_expired);               /* the timer ended with LEASE_EXPIRED */
     CHECK_EQ_U64(bad_index, 0);

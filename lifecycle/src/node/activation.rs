@@ -309,6 +309,7 @@ impl Node {
                 in_flight: 0,
                 last_finished: self.rt.now(),
                 closing: false,
+                close_pending: None,
             }),
         });
         // Publication (L3): the Spot enters the admission view with its lock held, then

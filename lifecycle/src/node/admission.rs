@@ -259,28 +259,36 @@ impl Node {
         let key = DOORBELL_KEY | s.next_doorbell.fetch_add(1, Relaxed);
         // Registered under the Spot's lock so the doorbell and the item cannot be
         // separated by a close; the timer runtime calls nothing of ours back.
-        if let Err(e) =
-            s.owner
+        let doorbell =
+            match s
+                .owner
                 .register_id(key, TimerSpec::after(Duration::ZERO), Work::Doorbell, None)
-        {
-            self.inbound_bytes.fetch_sub(len, Relaxed);
-            match lane {
-                LaneKind::Application => st.application.release(cost),
-                LaneKind::Lifecycle => st.lifecycle.release(cost),
-            }
-            return Err(match e {
-                spot_timer_core::Error::LeaseExpired => LifecycleError::StaleRoute {
-                    spot: s.id,
-                    reason: StaleReason::LeaseExpired,
-                },
-                spot_timer_core::Error::Revoked => LifecycleError::StaleRoute {
-                    spot: s.id,
-                    reason: StaleReason::NotOwner,
-                },
-                other => other.into(),
-            });
-        }
-        let item = Item { payload, cost };
+            {
+                Ok(id) => id,
+                Err(e) => {
+                    self.inbound_bytes.fetch_sub(len, Relaxed);
+                    match lane {
+                        LaneKind::Application => st.application.release(cost),
+                        LaneKind::Lifecycle => st.lifecycle.release(cost),
+                    }
+                    return Err(match e {
+                        spot_timer_core::Error::LeaseExpired => LifecycleError::StaleRoute {
+                            spot: s.id,
+                            reason: StaleReason::LeaseExpired,
+                        },
+                        spot_timer_core::Error::Revoked => LifecycleError::StaleRoute {
+                            spot: s.id,
+                            reason: StaleReason::NotOwner,
+                        },
+                        other => other.into(),
+                    });
+                }
+            };
+        let item = Item {
+            payload,
+            cost,
+            doorbell,
+        };
         match lane {
             LaneKind::Application => st.application_queue.push_back(item),
             LaneKind::Lifecycle => st.lifecycle_queue.push_back(item),

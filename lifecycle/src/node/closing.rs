@@ -1,10 +1,11 @@
 //! Closing a Spot (L5): a close transaction — merged with other closes of the same id,
-//! nothing admitted from its start, the closing callback, the teardown of the activation
+//! nothing admitted from its start, queued work dropped, the closing callback once no work
+//! of the Spot runs (after the running record completes), the teardown of the activation
 //! (its timers end, its owner is released), and only then the release of its location.
 //! Idle eviction is a close of an Instance Spot found quiescent by a scan that examines
 //! at most 64 Spots and resumes at its cursor.
 
-use std::sync::atomic::Ordering::{AcqRel, Relaxed};
+use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed};
 use std::sync::Arc;
 
 use super::{CloseReason, LocalSpot, Node};
@@ -56,7 +57,11 @@ impl Node {
 
     /// The close transaction. With `quiescent_only` it closes nothing unless the Spot
     /// has no work pending or running and its gate is free (checked again under its
-    /// lock). False when another close of it is in progress or it was not quiescent.
+    /// lock). Otherwise queued work is dropped at once and, when a record of the Spot holds
+    /// its gate (a handler is running), the rest of the close — the closing callback, the
+    /// teardown, the release — happens when that record completes, never beside it (at a
+    /// node's shutdown it does not wait). False when another close of it is in progress or
+    /// it was not quiescent.
     pub(crate) fn close_spot(
         &self,
         s: &Arc<LocalSpot>,
@@ -70,12 +75,75 @@ impl Node {
             }
             st.closing = true;
         }
-        // No timer callback of the Spot may be running or about to run: its gate.
+        // No work of the Spot may be running or about to run: its gate.
         let gate = s.owner.try_enter_gate();
-        if quiescent_only && !gate {
-            s.state.lock().closing = false;
-            return false;
+        if !gate {
+            if quiescent_only {
+                s.state.lock().closing = false;
+                return false;
+            }
+            if !self.closed.load(Acquire) {
+                self.drop_queued(s);
+                s.state.lock().close_pending = Some(reason);
+                self.closing.lock().push(s.clone());
+                // The record may have completed before the close was marked pending.
+                self.retry_closes();
+                return true;
+            }
         }
+        self.finish_close(s, reason, gate);
+        true
+    }
+
+    /// Finishes the closes that waited for a record of their Spot to complete (called
+    /// after every completion the node applies).
+    pub(crate) fn retry_closes(&self) {
+        let waiting: Vec<Arc<LocalSpot>> = {
+            let c = self.closing.lock();
+            if c.is_empty() {
+                return;
+            }
+            c.clone()
+        };
+        for s in waiting {
+            if !s.owner.try_enter_gate() {
+                continue; // still running: its completion comes back here
+            }
+            let reason = s.state.lock().close_pending.take();
+            self.closing.lock().retain(|x| !Arc::ptr_eq(x, &s));
+            match reason {
+                Some(r) => self.finish_close(&s, r, true),
+                None => {
+                    let _ = s.owner.leave_gate();
+                }
+            }
+        }
+    }
+
+    /// Drops what waits in the Spot's lanes (counted), returning its inbound bytes.
+    fn drop_queued(&self, s: &LocalSpot) {
+        let drained = {
+            let mut st = s.state.lock();
+            let mut items = std::mem::take(&mut st.application_queue);
+            items.append(&mut st.lifecycle_queue);
+            items
+        };
+        for item in &drained {
+            self.inbound_bytes
+                .fetch_sub(item.cost - ITEM_OVERHEAD_BYTES, Relaxed);
+            // Its doorbell must not take the gate any more (a close may wait for it).
+            let _ = self.rt.cancel_timer_nowait(item.doorbell);
+        }
+        // Their doorbells end with the owner (or complete not started): count the
+        // messages once, here.
+        self.counters
+            .messages_dropped
+            .fetch_add(drained.len() as u64, Relaxed);
+    }
+
+    /// The rest of a close, its gate held (`gate`) or the node shutting down: the closing
+    /// callback, the teardown of the activation, then the release of its location.
+    fn finish_close(&self, s: &Arc<LocalSpot>, reason: CloseReason, gate: bool) {
         if let Some(cb) = &self.config.on_close {
             // Host code: a panic must not leave the Spot half-closed.
             let _ =
@@ -86,20 +154,7 @@ impl Node {
         if gate {
             let _ = s.owner.leave_gate();
         }
-        let drained = {
-            let mut st = s.state.lock();
-            let mut items = std::mem::take(&mut st.application_queue);
-            items.append(&mut st.lifecycle_queue);
-            items
-        };
-        for item in &drained {
-            self.inbound_bytes
-                .fetch_sub(item.cost - ITEM_OVERHEAD_BYTES, Relaxed);
-        }
-        let dropped = drained.len() as u64;
-        // Their doorbells were taken back by the release (or complete not started):
-        // count the messages once, here.
-        self.counters.messages_dropped.fetch_add(dropped, Relaxed);
+        self.drop_queued(s);
         self.spots.write().remove(&s.id);
         self.occupied.fetch_sub(1, Relaxed);
         self.catalog.lock().remove(s.id);
@@ -109,7 +164,6 @@ impl Node {
             CloseReason::IdleEvicted => self.counters.evicted.fetch_add(1, Relaxed),
             _ => self.counters.closed.fetch_add(1, Relaxed),
         };
-        true
     }
 
     /// Closes the node: every Spot closes (`NodeShutdown`), then the timer runtime.
@@ -120,6 +174,14 @@ impl Node {
         }
         // Activations in progress finish (or fail on `closed`) before anything closes.
         drop(self.activations.write());
+        // Closes still waiting for a running record end now, as every other Spot.
+        let waiting = std::mem::take(&mut *self.closing.lock());
+        for s in waiting {
+            let pending = s.state.lock().close_pending.take();
+            if let Some(r) = pending {
+                self.finish_close(&s, r, false);
+            }
+        }
         let all: Vec<Arc<LocalSpot>> = self.spots.read().values().cloned().collect();
         for s in all {
             self.close_spot(&s, CloseReason::NodeShutdown, false);

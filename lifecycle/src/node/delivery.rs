@@ -34,7 +34,9 @@ impl Node {
             core_done.push(c.core);
         }
         let mut records = Vec::new();
-        self.rt.exchange(&core_done, &mut records, max, timeout)?;
+        let r = self.rt.exchange(&core_done, &mut records, max, timeout);
+        self.retry_closes();
+        r?;
         let mut n = 0;
         for r in records {
             let Record::Tick(core) = r else { continue };
@@ -61,7 +63,9 @@ impl Node {
             self.finish_work(c, now);
             c.core
         }));
-        Ok(self.rt.complete(&core)?)
+        let r = self.rt.complete(&core);
+        self.retry_closes();
+        Ok(r?)
     }
 
     /// Turns a record of the timer runtime into the Spot work it stands for.
@@ -73,6 +77,13 @@ impl Node {
             return None;
         };
         let mut st = s.state.lock();
+        if st.closing {
+            // Nothing of a closing Spot starts any more; completed at once, so the gate it
+            // took is free for the close that may wait for it.
+            drop(st);
+            let _ = self.rt.complete(&[core.complete(Outcome::NotStarted)]);
+            return None;
+        }
         match *core.payload() {
             Work::Doorbell => {
                 let (lane, item) = match st.lifecycle_queue.pop_front() {

@@ -173,6 +173,8 @@ impl Counters {
 struct Item {
     payload: Box<[u8]>,
     cost: u64,
+    /// The doorbell rung for it (cancelled if the item is dropped unrun).
+    doorbell: spot_timer_core::TimerId,
 }
 
 /// What a Spot holds, under its mutex.
@@ -187,6 +189,8 @@ pub(crate) struct SpotState {
     last_finished: Nanos,
     /// A close is in progress: nothing more is admitted.
     closing: bool,
+    /// A close waiting for the record that holds the Spot's gate to complete.
+    close_pending: Option<CloseReason>,
 }
 
 impl SpotState {
@@ -243,6 +247,8 @@ pub struct Node {
     occupied: AtomicU64,
     /// The Entry Spot's handle (it lives as long as the node).
     entry: std::sync::OnceLock<Spot<Entry>>,
+    /// Spots whose close waits for a running record (see `Node::retry_closes`).
+    closing: Mutex<Vec<Arc<LocalSpot>>>,
 }
 
 impl Node {
@@ -284,6 +290,7 @@ impl Node {
             activations: RwLock::new(()),
             occupied: AtomicU64::new(0),
             entry: std::sync::OnceLock::new(),
+            closing: Mutex::default(),
         });
         if let Some(c) = &node.cluster {
             let weak: std::sync::Weak<Node> = Arc::downgrade(&node);
