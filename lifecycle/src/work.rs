@@ -23,6 +23,9 @@ pub(crate) const DOORBELL_KEY: u64 = 1 << 63;
 /// One message taken from a Spot's lane.
 #[derive(Debug)]
 pub struct MessageRecord {
+    /// The Spot's closing flag (a record of a Spot that closed since it was handed over
+    /// does not start).
+    pub(crate) closing: std::sync::Arc<std::sync::atomic::AtomicBool>,
     pub(crate) spot: SpotId,
     pub(crate) generation: u64,
     pub(crate) lane: LaneKind,
@@ -53,6 +56,7 @@ impl MessageRecord {
         };
         SpotCompletion {
             core: self.core.complete(outcome),
+            timer: self.core.timer_id(),
             spot: self.spot,
             generation: self.generation,
             lane: self.lane,
@@ -65,6 +69,9 @@ impl MessageRecord {
 /// One tick of a Spot's timer.
 #[derive(Debug)]
 pub struct SpotTick {
+    /// The Spot's closing flag (a record of a Spot that closed since it was handed over
+    /// does not start).
+    pub(crate) closing: std::sync::Arc<std::sync::atomic::AtomicBool>,
     pub(crate) spot: SpotId,
     pub(crate) generation: u64,
     pub(crate) user: u64,
@@ -93,6 +100,7 @@ impl SpotTick {
     pub fn complete(&self, outcome: Outcome) -> SpotCompletion {
         SpotCompletion {
             core: self.core.complete(outcome),
+            timer: self.core.timer_id(),
             spot: self.spot,
             generation: self.generation,
             lane: LaneKind::Application,
@@ -130,6 +138,13 @@ impl SpotRecord {
     pub fn token(&self) -> u64 {
         self.core().token()
     }
+    pub(crate) fn spot_closing(&self) -> bool {
+        let flag = match self {
+            SpotRecord::Message(m) => &m.closing,
+            SpotRecord::Tick(t) => &t.closing,
+        };
+        flag.load(std::sync::atomic::Ordering::Acquire)
+    }
     pub(crate) fn core(&self) -> &TickRecord<Work> {
         match self {
             SpotRecord::Message(m) => &m.core,
@@ -142,6 +157,8 @@ impl SpotRecord {
 #[derive(Debug, Clone, Copy)]
 pub struct SpotCompletion {
     pub(crate) core: Completion,
+    /// The record's timer generation (ended when its Spot is closing).
+    pub(crate) timer: spot_timer_core::TimerId,
     pub(crate) spot: SpotId,
     pub(crate) generation: u64,
     pub(crate) lane: LaneKind,

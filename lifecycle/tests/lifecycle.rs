@@ -907,3 +907,36 @@ fn an_explicit_close_waits_for_the_running_handler_and_drops_what_is_queued() {
         Err(LifecycleError::NotFound(S))
     ));
 }
+
+#[test]
+fn a_record_whose_spot_closed_since_the_hand_over_does_not_start() {
+    let w = World::new();
+    let node = w.node(1);
+    let a = node.create_user_spot(SpotId(1)).unwrap();
+    let b = node.create_user_spot(SpotId(2)).unwrap();
+    node.send(a.id(), *b"a").unwrap();
+    node.send(b.id(), *b"b").unwrap();
+    let batch = take_ready(&node);
+    assert_eq!(batch.len(), 2, "one batch holds both");
+    // The handler of A's message closes B; B's record, already in the batch, must not start.
+    let (first, second) = if batch[0].spot() == a.id() {
+        (&batch[0], &batch[1])
+    } else {
+        (&batch[1], &batch[0])
+    };
+    assert!(node.begin(first));
+    assert!(node.close_user_spot(b).unwrap());
+    assert!(!node.begin(second));
+    node.complete(&[
+        first.complete(Outcome::Ok),
+        second.complete(Outcome::NotStarted),
+    ])
+    .unwrap();
+    run_ready(&node);
+    let s = node.stats();
+    assert_eq!((s.messages_completed, s.messages_dropped), (1, 1));
+    assert_eq!(
+        w.closes.lock().unwrap().last().copied(),
+        Some((b.id(), SpotKind::User, CloseReason::Closed, true))
+    );
+}

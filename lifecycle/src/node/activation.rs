@@ -311,6 +311,7 @@ impl Node {
                 closing: false,
                 close_pending: None,
             }),
+            closing: Default::default(),
         });
         // Publication (L3): the Spot enters the admission view with its lock held, then
         // Ready is committed, then the creating call's message is admitted, then the lock
@@ -320,7 +321,7 @@ impl Node {
         let mut st = spot.state.lock();
         self.spots.write().insert(id, spot.clone());
         if let Err(e) = self.store.commit_ready(&reservation) {
-            st.closing = true;
+            spot.set_closing(&mut st, true);
             drop(st);
             self.spots.write().remove(&id);
             let _ = spot.owner.release();

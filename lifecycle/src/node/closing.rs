@@ -73,13 +73,14 @@ impl Node {
             if st.closing || (quiescent_only && !st.quiescent()) {
                 return false;
             }
-            st.closing = true;
+            s.set_closing(&mut st, true);
         }
         // No work of the Spot may be running or about to run: its gate.
         let gate = s.owner.try_enter_gate();
         if !gate {
             if quiescent_only {
-                s.state.lock().closing = false;
+                let mut st = s.state.lock();
+                s.set_closing(&mut st, false);
                 return false;
             }
             if !self.closed.load(Acquire) {

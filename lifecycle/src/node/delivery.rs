@@ -51,7 +51,8 @@ impl Node {
     /// Right before running a record's handler: true if it may start (its Spot's
     /// authority is current and its lease runs). Complete it `NotStarted` otherwise.
     pub fn begin(&self, record: &SpotRecord) -> bool {
-        self.rt.begin(record.core())
+        // A Spot closed since the record was handed over starts nothing more.
+        !record.spot_closing() && self.rt.begin(record.core())
     }
 
     /// Applies completions without receiving (a worker thread finishing work).
@@ -81,6 +82,7 @@ impl Node {
             // Nothing of a closing Spot starts any more; completed at once, so the gate it
             // took is free for the close that may wait for it.
             drop(st);
+            let _ = self.rt.cancel_timer_nowait(core.timer_id());
             let _ = self.rt.complete(&[core.complete(Outcome::NotStarted)]);
             return None;
         }
@@ -99,6 +101,7 @@ impl Node {
                 };
                 st.in_flight += 1;
                 Some(SpotRecord::Message(MessageRecord {
+                    closing: s.closing.clone(),
                     spot,
                     generation: s.generation,
                     lane,
@@ -113,6 +116,7 @@ impl Node {
                     Ok(cost) => {
                         st.in_flight += 1;
                         Some(SpotRecord::Tick(SpotTick {
+                            closing: s.closing.clone(),
                             spot,
                             generation: s.generation,
                             user,
@@ -157,6 +161,11 @@ impl Node {
             return; // its activation closed meanwhile, lanes and all
         };
         let mut st = s.state.lock();
+        if st.closing {
+            // The record's timer ends here rather than coming back for a closing Spot (and
+            // taking the gate its close waits for).
+            let _ = self.rt.cancel_timer_nowait(c.timer);
+        }
         match c.lane {
             LaneKind::Application => st.application.release(c.cost),
             LaneKind::Lifecycle => st.lifecycle.release(c.cost),

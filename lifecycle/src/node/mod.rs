@@ -208,6 +208,17 @@ pub(crate) struct LocalSpot {
     owner: Owner<Work>,
     next_doorbell: AtomicU64,
     state: Mutex<SpotState>,
+    /// Mirrors `state.closing` for the start check, which takes no lock (records of the
+    /// Spot share it).
+    closing: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl LocalSpot {
+    fn set_closing(&self, st: &mut SpotState, closing: bool) {
+        st.closing = closing;
+        self.closing
+            .store(closing, std::sync::atomic::Ordering::Release);
+    }
 }
 
 /// What a node lists for relocation when it drains (L2): its User and Instance Spots, and
