@@ -26,8 +26,11 @@ namespace SpotTimer
         /// <summary>The native runtime handle value.</summary>
         public ulong Id { get { return _id; } }
 
+        /// <summary>False while the handle owns a runtime.</summary>
         public override bool IsInvalid { get { return handle == IntPtr.Zero; } }
 
+        /// <summary>Closes and frees the native runtime (see the class summary); after a batch in
+        /// progress when one is being delivered. Nothing at process shutdown (the OS reclaims it).</summary>
         protected override bool ReleaseHandle()
         {
             // At process shutdown the scheduler thread may no longer call into managed code
@@ -63,13 +66,13 @@ namespace SpotTimer
     /// <summary>A spot-timer runtime: one native scheduler thread and one deadline queue for all
     /// its timers, batches delivered to managed handlers with one P/Invoke transition per wakeup.
     /// Thread-safe. Dispose it to stop the scheduler (every timer ends with RuntimeClosed).
-    /// After Dispose, <see cref="Timer.Cancel"/> and <see cref="Timer.CancelAsync"/> give each
+    /// After Dispose, <see cref="Timer.Cancel(TimeSpan)"/> and <see cref="Timer.CancelAsync"/> give each
     /// generation's terminal result (RuntimeClosed for those the close ended); registering and
     /// owner calls (<see cref="AcquireOwner"/>, Every/After, Renew, Revoke, Release, gates) throw
     /// <see cref="RuntimeClosedException"/>; the clock and statistics (<see cref="Advance"/>,
     /// <see cref="Settle"/>, <see cref="Now"/>, <see cref="GetStats"/>, Timer.GetStats) throw
     /// ObjectDisposedException.</summary>
-    public sealed class Runtime : IDisposable
+    public sealed class Runtime : IDisposable, IAsyncDisposable
     {
         readonly RuntimeSafeHandle _handle;
         internal readonly RuntimeCore Core;
@@ -80,6 +83,9 @@ namespace SpotTimer
         /// <summary>A runtime on the real (CLOCK_BOOTTIME) clock with a dispatcher thread.</summary>
         public Runtime() : this(new RuntimeOptions()) { }
 
+        /// <summary>A runtime with the given clock, delivery mode and batch capacity. Throws
+        /// ArgumentNullException, ArgumentOutOfRangeException (BatchCapacity outside 1..2^20, an
+        /// undefined clock or delivery value).</summary>
         public Runtime(RuntimeOptions options)
         {
             if (options == null) throw new ArgumentNullException("options");
@@ -103,9 +109,13 @@ namespace SpotTimer
             return new Runtime(new RuntimeOptions { Clock = ClockKind.Manual });
         }
 
+        /// <summary>The native runtime handle (closed once the runtime is disposed).</summary>
         public RuntimeSafeHandle Handle { get { return _handle; } }
+        /// <summary>The runtime's clock.</summary>
         public ClockKind Clock { get { return Core.Options.Clock; } }
+        /// <summary>How batches reach managed code.</summary>
         public DeliveryMode Delivery { get { return Core.Options.Delivery; } }
+        /// <summary>True once <see cref="Dispose"/> (or the finalizer) began.</summary>
         public bool IsDisposed { get { return Core.Disposed; } }
 
         /// <summary>A handler threw (or its Task faulted): its tick was completed as failed. Raised
@@ -199,6 +209,8 @@ namespace SpotTimer
             {
                 Check(Call(rt => { ulong e; int s = Native.spot_owner_acquire(rt, ownerId, leaseNs, (uint)gate, &e); epoch = e; return s; }, true), true);
             }
+            // The older authority's timers were revoked: their handler tokens and TickStreams.
+            Core.SignalEnding(ownerId, e => e != epoch);
             return new Owner(this, ownerId, epoch);
         }
 
@@ -218,9 +230,27 @@ namespace SpotTimer
             return DefaultOwner().Every((ulong)Interlocked.Increment(ref _nextDefaultKey), period, handler, options);
         }
 
+        /// <summary>A repeating timer with an async handler on the runtime's default owner; see
+        /// <see cref="Owner.Every(ulong, TimeSpan, Func{Tick, Task}, TimerOptions)"/>.</summary>
         public Timer Every(TimeSpan period, Func<Tick, Task> handler, TimerOptions options = null)
         {
             return DefaultOwner().Every((ulong)Interlocked.Increment(ref _nextDefaultKey), period, handler, options);
+        }
+
+        /// <summary>A repeating timer with an async handler that takes a cancellation token, on the
+        /// runtime's default owner; see
+        /// <see cref="Owner.Every(ulong, TimeSpan, Func{Tick, CancellationToken, Task}, TimerOptions)"/>.</summary>
+        public Timer Every(TimeSpan period, Func<Tick, CancellationToken, Task> handler, TimerOptions options = null)
+        {
+            return DefaultOwner().Every((ulong)Interlocked.Increment(ref _nextDefaultKey), period, handler, options);
+        }
+
+        /// <summary>A repeating timer without a handler on the runtime's default owner, consumed
+        /// with <see cref="TickStream.WaitForNextTickAsync"/>; see
+        /// <see cref="Owner.Every(ulong, TimeSpan, TimerOptions)"/>.</summary>
+        public TickStream Every(TimeSpan period, TimerOptions options = null)
+        {
+            return DefaultOwner().Every((ulong)Interlocked.Increment(ref _nextDefaultKey), period, options);
         }
 
         /// <summary>A one-shot timer on the runtime's default owner.</summary>
@@ -229,7 +259,16 @@ namespace SpotTimer
             return DefaultOwner().After((ulong)Interlocked.Increment(ref _nextDefaultKey), delay, handler, options);
         }
 
+        /// <summary>A one-shot timer with an async handler on the runtime's default owner.</summary>
         public Timer After(TimeSpan delay, Func<Tick, Task> handler, TimerOptions options = null)
+        {
+            return DefaultOwner().After((ulong)Interlocked.Increment(ref _nextDefaultKey), delay, handler, options);
+        }
+
+        /// <summary>A one-shot timer with an async handler that takes a cancellation token, on the
+        /// runtime's default owner; see
+        /// <see cref="Owner.After(ulong, TimeSpan, Func{Tick, CancellationToken, Task}, TimerOptions)"/>.</summary>
+        public Timer After(TimeSpan delay, Func<Tick, CancellationToken, Task> handler, TimerOptions options = null)
         {
             return DefaultOwner().After((ulong)Interlocked.Increment(ref _nextDefaultKey), delay, handler, options);
         }
@@ -265,6 +304,8 @@ namespace SpotTimer
             }
         }
 
+        /// <summary>A snapshot of the runtime's counters (spot_stats) and of the binding's
+        /// transitions. ObjectDisposedException after Dispose.</summary>
         public RuntimeStats GetStats()
         {
             var st = new spot_stats();
@@ -314,6 +355,12 @@ namespace SpotTimer
             }
         }
 
+        /// <summary>Closes the runtime: every timer ends with <see cref="EndReason.RuntimeClosed"/>
+        /// (release hooks run), the scheduler and dispatcher threads stop, the native runtime is
+        /// freed. Handler tokens are cancelled and TickStreams stop first. Waits for a batch in
+        /// progress (its synchronous handlers); from inside a handler on the delivering thread the
+        /// free happens right after the current batch. Async handlers still running are not waited
+        /// for (see <see cref="DisposeAsync"/>). Idempotent; never throws.</summary>
         public void Dispose()
         {
             if (!Core.BeginDispose()) return;
@@ -328,6 +375,33 @@ namespace SpotTimer
             _handle.Dispose();
             Core.EndDispose();
             GC.KeepAlive(this);
+        }
+
+        /// <summary><see cref="Dispose"/> without blocking the caller, then waits for the async
+        /// handlers of this runtime that are still running (their tokens were cancelled by the
+        /// dispose, so token-aware handlers end promptly): the task completes once the runtime is
+        /// freed and no handler of it runs any more. The blocking part (the close waits for a batch
+        /// in progress and joins the dispatcher thread) runs on the thread pool. Called from inside
+        /// one of this runtime's handlers (or from code that handler started), it disposes as
+        /// <see cref="Dispose"/> does and completes without waiting for async handlers, which would
+        /// include the caller itself. Never faults.
+        ///
+        /// <see cref="IAsyncDisposable"/> comes from Mono's mscorlib (Mono 6.8 has it; .NET
+        /// Framework does not): see README.md, "NuGet package".</summary>
+        public ValueTask DisposeAsync()
+        {
+            var cur = RuntimeCore.CurrentTimer;
+            if ((cur != null && cur.Core == Core) || Core.IsDeliveringThread)
+            {
+                Dispose();
+                return default(ValueTask);
+            }
+            var core = Core;
+            return new ValueTask(Task.Run(() =>
+            {
+                try { Dispose(); } catch (Exception) { }
+                return core.WhenAsyncIdle();
+            }));
         }
     }
 
@@ -361,8 +435,11 @@ namespace SpotTimer
 
         internal Owner(Runtime rt, ulong id, ulong epoch) { _rt = rt; Id = id; Epoch = epoch; }
 
+        /// <summary>The runtime the owner belongs to.</summary>
         public Runtime Runtime { get { return _rt; } }
+        /// <summary>The owner id given to <see cref="Runtime.AcquireOwner"/>.</summary>
         public ulong Id { get; private set; }
+        /// <summary>This authority's epoch: each acquisition of the id starts a higher one.</summary>
         public ulong Epoch { get; private set; }
 
         /// <summary>Extends the lease to now + <paramref name="lease"/> (null: no deadline). Throws
@@ -379,6 +456,7 @@ namespace SpotTimer
         public void Revoke()
         {
             CheckAuthority(_rt.Call(rt => Native.spot_owner_revoke(rt, Id, Epoch), true));
+            _rt.Core.SignalEnding(Id, e => e == Epoch);
         }
 
         /// <summary>Ends this authority like <see cref="Revoke"/> (its timers end with Revoked; a handler
@@ -390,6 +468,7 @@ namespace SpotTimer
         public void Release()
         {
             CheckAuthority(_rt.Call(rt => Native.spot_owner_release(rt, Id, Epoch), true));
+            _rt.Core.SignalEnding(Id, e => e == Epoch);
         }
 
         /// <summary>Status check of a call naming this authority (Id, Epoch). Once an owner is released
@@ -419,6 +498,7 @@ namespace SpotTimer
             return true;
         }
 
+        /// <summary>Releases the owner's execution gate taken by <see cref="EnterGate"/>.</summary>
         public void LeaveGate()
         {
             _rt.Check(_rt.Call(rt => Native.spot_owner_gate_leave(rt, Id), true), true);
@@ -434,10 +514,47 @@ namespace SpotTimer
             return _rt.Core.Register(_rt, this, key, Durations.NonNegativeNs(period, "period"), false, handler, null, options);
         }
 
+        /// <summary>Registers (this owner, key) as a repeating timer with an async handler: it starts
+        /// on the thread pool and its tick completes when the returned Task ends (a faulted or
+        /// cancelled Task completes it as failed and raises <see cref="Runtime.HandlerFailed"/>).
+        /// At most one handler of the timer runs at a time, counting until the Task ends. Errors
+        /// as <see cref="Every(ulong, TimeSpan, Action{Tick}, TimerOptions)"/>.</summary>
         public Timer Every(ulong key, TimeSpan period, Func<Tick, Task> handler, TimerOptions options = null)
         {
             if (handler == null) throw new ArgumentNullException("handler");
             return _rt.Core.Register(_rt, this, key, Durations.NonNegativeNs(period, "period"), false, null, handler, options);
+        }
+
+        /// <summary>Registers (this owner, key) as a repeating timer with an async handler that takes
+        /// a <see cref="CancellationToken"/>: one token per timer generation, the same for each of
+        /// its ticks, cancelled as soon as the generation is going to end — a cancel requested
+        /// through this binding (<see cref="Timer.Cancel()"/>, <see cref="Timer.CancelAsync"/>,
+        /// <see cref="Timer.Dispose"/>, <see cref="Timer.DisposeAsync"/>), the key registered again,
+        /// the owner revoked, released or acquired again (<see cref="Revoke"/>,
+        /// <see cref="Release"/>, <see cref="Runtime.AcquireOwner"/>), the runtime disposed — and at
+        /// the latest when the generation ends (e.g. its owner's lease expired). The token is
+        /// cancelled from the thread pool, so its callbacks and the handler's continuations never
+        /// run inside the call that requested the cancel or on the runtime's threads; a blocking
+        /// <see cref="Timer.Cancel()"/> waits for the handler, which the token lets end early. A
+        /// handler that ends cancelled (an <see cref="OperationCanceledException"/>, or a cancelled
+        /// Task) after its token was cancelled counts as completed, not failed, and raises no
+        /// <see cref="Runtime.HandlerFailed"/>. Otherwise as
+        /// <see cref="Every(ulong, TimeSpan, Func{Tick, Task}, TimerOptions)"/>.</summary>
+        public Timer Every(ulong key, TimeSpan period, Func<Tick, CancellationToken, Task> handler, TimerOptions options = null)
+        {
+            if (handler == null) throw new ArgumentNullException("handler");
+            return _rt.Core.Register(_rt, this, key, Durations.NonNegativeNs(period, "period"), false, null, null, options, handler);
+        }
+
+        /// <summary>Registers (this owner, key) as a repeating timer without a handler, consumed in a
+        /// loop like .NET 6's <c>System.Threading.PeriodicTimer</c>:
+        /// <c>while (await ticks.WaitForNextTickAsync(ct)) { ... }</c>. See <see cref="TickStream"/>.
+        /// Errors as <see cref="Every(ulong, TimeSpan, Action{Tick}, TimerOptions)"/>.</summary>
+        public TickStream Every(ulong key, TimeSpan period, TimerOptions options = null)
+        {
+            var ch = new TickChannel();
+            var t = _rt.Core.Register(_rt, this, key, Durations.NonNegativeNs(period, "period"), false, ch.OnTick, null, options, null, ch);
+            return new TickStream(t, ch);
         }
 
         /// <summary>Registers (this owner, key) as a one-shot timer due after <paramref name="delay"/>.
@@ -448,18 +565,29 @@ namespace SpotTimer
             return _rt.Core.Register(_rt, this, key, Durations.NonNegativeNs(delay, "delay"), true, handler, null, options);
         }
 
+        /// <summary>Registers (this owner, key) as a one-shot timer with an async handler. Errors as
+        /// <see cref="Every(ulong, TimeSpan, Action{Tick}, TimerOptions)"/>.</summary>
         public Timer After(ulong key, TimeSpan delay, Func<Tick, Task> handler, TimerOptions options = null)
         {
             if (handler == null) throw new ArgumentNullException("handler");
             return _rt.Core.Register(_rt, this, key, Durations.NonNegativeNs(delay, "delay"), true, null, handler, options);
         }
+
+        /// <summary>Registers (this owner, key) as a one-shot timer with an async handler that takes
+        /// a <see cref="CancellationToken"/>, cancelled as for
+        /// <see cref="Every(ulong, TimeSpan, Func{Tick, CancellationToken, Task}, TimerOptions)"/>.</summary>
+        public Timer After(ulong key, TimeSpan delay, Func<Tick, CancellationToken, Task> handler, TimerOptions options = null)
+        {
+            if (handler == null) throw new ArgumentNullException("handler");
+            return _rt.Core.Register(_rt, this, key, Durations.NonNegativeNs(delay, "delay"), true, null, null, options, handler);
+        }
     }
 
-    /// <summary>One timer generation. Cancel it blocking (<see cref="Cancel"/>) or not
+    /// <summary>One timer generation. Cancel it blocking (<see cref="Cancel(TimeSpan)"/>) or not
     /// (<see cref="CancelAsync"/>); every caller sees the same terminal result. Two Timer objects
     /// of the same generation (the registering one and a tick's <see cref="Tick.Timer"/>) are
     /// equal (==, Equals).</summary>
-    public sealed class Timer : IDisposable, IEquatable<Timer>
+    public sealed class Timer : IDisposable, IAsyncDisposable, IEquatable<Timer>
     {
         internal readonly Runtime Rt;
         internal readonly TimerState State;
@@ -471,8 +599,11 @@ namespace SpotTimer
             Rt = rt; State = state; OwnerId = ownerId; Key = key;
         }
 
+        /// <summary>The id of the timer's owner.</summary>
         public ulong OwnerId { get; private set; }
+        /// <summary>The timer's key within its owner.</summary>
         public ulong Key { get; private set; }
+        /// <summary>The generation's number: unique in the process.</summary>
         public ulong Generation { get { return Id.generation; } }
         /// <summary>True once the generation ended (its cleanup ran).</summary>
         public bool HasEnded { get { return State.Ended; } }
@@ -495,19 +626,64 @@ namespace SpotTimer
         public CancelResult Cancel(TimeSpan timeout)
         {
             long ns = Durations.TimeoutNs(timeout, "timeout");
+            State.SignalEnd();
             if (Rt.IsDisposed) return Rt.Core.CancelClosed(this, ns);
             return Rt.Core.CancelBlocking(this, ns);
+        }
+
+        /// <summary>The wait of <see cref="Cancel()"/>: <see cref="Timeout.InfiniteTimeSpan"/>.</summary>
+        public static readonly TimeSpan DefaultCancelTimeout = Timeout.InfiniteTimeSpan;
+
+        /// <summary><see cref="Cancel(TimeSpan)"/> with <see cref="DefaultCancelTimeout"/>: waits
+        /// without a time limit for a running handler of this generation to end and its cleanup
+        /// to run, as <see cref="Thread.Join()"/> or <see cref="Task.Wait()"/> do (and as the Python
+        /// binding's <c>cancel()</c> does). It cannot wait for itself: from inside the timer's own
+        /// handler it throws <see cref="WouldDeadlockException"/> at once; from another handler on
+        /// the dispatcher thread it keeps submitting that thread's completions while it waits.
+        /// A handler that never returns blocks it forever: pass a timeout, or use
+        /// <see cref="CancelAsync"/> with a token.</summary>
+        public CancelResult Cancel()
+        {
+            return Cancel(DefaultCancelTimeout);
         }
 
         /// <summary>Cancels without blocking; the task completes with the terminal result (faults with
         /// CleanupFailedException when cleanup failed). From inside the timer's own handler it completes
         /// after the handler ends. After the runtime's Dispose: the terminal result, as
-        /// <see cref="Cancel"/>.</summary>
-        public Task<CancelResult> CancelAsync()
+        /// <see cref="Cancel(TimeSpan)"/>.
+        ///
+        /// The cancel itself takes effect before this method returns, whatever
+        /// <paramref name="cancellationToken"/> says (also when it is already cancelled): from then
+        /// on no new handler of the generation starts, and the handler token of the generation is
+        /// cancelled. The token only bounds the wait for the terminal result: when it is cancelled
+        /// first, the returned task is cancelled (<see cref="TaskCanceledException"/>), the timer
+        /// stays cancelled, and the result can be read later by another Cancel or CancelAsync
+        /// (every caller sees the same one).</summary>
+        public Task<CancelResult> CancelAsync(CancellationToken cancellationToken = default(CancellationToken))
         {
-            return Rt.Core.CancelAsync(this);
+            State.SignalEnd();
+            var shared = Rt.Core.CancelAsync(this);
+            if (!cancellationToken.CanBeCanceled || shared.IsCompleted) return shared;
+            return WithCancellation(shared, cancellationToken);
         }
 
+        static Task<CancelResult> WithCancellation(Task<CancelResult> shared, CancellationToken ct)
+        {
+            if (ct.IsCancellationRequested) return Task.FromCanceled<CancelResult>(ct);
+            var tcs = new TaskCompletionSource<CancelResult>(TaskCreationOptions.RunContinuationsAsynchronously);
+            var reg = ct.Register(() => tcs.TrySetCanceled(ct));
+            shared.ContinueWith(t =>
+            {
+                reg.Dispose();
+                if (t.IsFaulted) tcs.TrySetException(t.Exception.InnerExceptions);
+                else if (t.IsCanceled) tcs.TrySetCanceled();
+                else tcs.TrySetResult(t.Result);
+            }, CancellationToken.None, TaskContinuationOptions.ExecuteSynchronously, TaskScheduler.Default);
+            return tcs.Task;
+        }
+
+        /// <summary>The generation's statistics (spot_timer_stats). ObjectDisposedException after
+        /// this Timer's Dispose or the runtime's.</summary>
         public TimerStats GetStats()
         {
             if (Volatile.Read(ref _disposed) != 0) throw new ObjectDisposedException("SpotTimer.Timer");
@@ -526,12 +702,41 @@ namespace SpotTimer
         public void Dispose()
         {
             if (Interlocked.Exchange(ref _disposed, 1) != 0) return;
+            State.SignalEnd();
             if (Rt.IsDisposed) return;
             try { Rt.Core.StartCancel(this); }
             catch (SpotTimerException) { }
             catch (ObjectDisposedException) { }
         }
 
+        /// <summary>Cancels like <see cref="Dispose"/>, then completes once the generation has ended:
+        /// a handler that was running (synchronous or async) returned and the cleanup ran — what
+        /// <c>await using</c> needs to know that nothing of the timer runs any more. It does not
+        /// fault: a cleanup failure (<see cref="CleanupFailedException"/>) is left to
+        /// <see cref="CancelAsync"/>. From inside the timer's own handler it only starts the cancel
+        /// and completes at once (waiting there would wait for the handler itself). Idempotent.</summary>
+        public ValueTask DisposeAsync()
+        {
+            if (IsCurrentHandler())
+            {
+                Dispose();
+                return default(ValueTask);
+            }
+            Interlocked.Exchange(ref _disposed, 1);
+            Task<CancelResult> end;
+            try { end = CancelAsync(); }
+            catch (SpotTimerException) { return default(ValueTask); }
+            catch (ObjectDisposedException) { return default(ValueTask); }
+            if (end.IsCompleted)
+            {
+                var ignored = end.Exception; // observed
+                return default(ValueTask);
+            }
+            return new ValueTask(end.ContinueWith(t => { var ignored = t.Exception; }, CancellationToken.None,
+                TaskContinuationOptions.ExecuteSynchronously, TaskScheduler.Default));
+        }
+
+        /// <summary>Owner, key and generation, for logs.</summary>
         public override string ToString()
         {
             return string.Format("Timer(owner={0}, key={1}, generation={2})", OwnerId, Key, Id.generation);
@@ -543,15 +748,19 @@ namespace SpotTimer
             return !ReferenceEquals(other, null) && ReferenceEquals(State, other.State);
         }
 
+        /// <summary>Same generation of the same runtime.</summary>
         public override bool Equals(object obj) { return Equals(obj as Timer); }
 
+        /// <summary>Hash of the generation.</summary>
         public override int GetHashCode() { return Id.generation.GetHashCode(); }
 
+        /// <summary>Same generation (or both null).</summary>
         public static bool operator ==(Timer a, Timer b)
         {
             return ReferenceEquals(a, null) ? ReferenceEquals(b, null) : a.Equals(b);
         }
 
+        /// <summary>Not the same generation.</summary>
         public static bool operator !=(Timer a, Timer b) { return !(a == b); }
     }
 }

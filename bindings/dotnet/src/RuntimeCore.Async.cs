@@ -54,12 +54,20 @@ namespace SpotTimer
                 return;
             }
             Task task = null;
+            CancellationToken handlerToken = st.HandlerToken;
             s_asyncCurrent.Value = st;
             t_currentTimer = st;
             try
             {
                 var f = st.Async;
-                task = f != null ? f(tick) : null;
+                var ft = st.AsyncToken;
+                task = f != null ? f(tick) : ft != null ? ft(tick, handlerToken) : null;
+            }
+            catch (OperationCanceledException) when (handlerToken.IsCancellationRequested)
+            {
+                // A token handler that gave up because its token was cancelled: not a failure.
+                FinishAsync(token, C.OUTCOME_OK);
+                return;
             }
             catch (Exception e)
             {
@@ -76,6 +84,7 @@ namespace SpotTimer
             task.ContinueWith(t =>
             {
                 if (t.Status == TaskStatus.RanToCompletion) FinishAsync(token, C.OUTCOME_OK);
+                else if (t.IsCanceled && handlerToken.IsCancellationRequested) FinishAsync(token, C.OUTCOME_OK);
                 else
                 {
                     Exception e = t.Exception != null ? (Exception)t.Exception.InnerException ?? t.Exception : new TaskCanceledException(t);
@@ -94,7 +103,15 @@ namespace SpotTimer
             if (Volatile.Read(ref _waiting) == 1) FlushPending();
             if (Interlocked.Decrement(ref _asyncInFlight) == 0)
             {
-                lock (_idleLock) Monitor.PulseAll(_idleLock);
+                lock (_idleLock)
+                {
+                    Monitor.PulseAll(_idleLock);
+                    if (_idleTcs != null && Interlocked.Read(ref _asyncInFlight) == 0)
+                    {
+                        _idleTcs.TrySetResult(true);
+                        _idleTcs = null;
+                    }
+                }
             }
         }
 
@@ -119,6 +136,21 @@ namespace SpotTimer
                 }
                 finally { Interlocked.Exchange(ref _flushing, 0); }
                 if (Volatile.Read(ref _waiting) == 0 && t_dispatching != this) return;
+            }
+        }
+
+        TaskCompletionSource<bool> _idleTcs;
+
+        /// <summary>Completes once no async handler of this runtime is running (or queued to
+        /// start): for <see cref="Runtime.DisposeAsync"/>, without blocking a thread.</summary>
+        internal Task WhenAsyncIdle()
+        {
+            lock (_idleLock)
+            {
+                if (Interlocked.Read(ref _asyncInFlight) == 0) return Task.CompletedTask;
+                if (_idleTcs == null)
+                    _idleTcs = new TaskCompletionSource<bool>(TaskCreationOptions.RunContinuationsAsynchronously);
+                return _idleTcs.Task;
             }
         }
 

@@ -26,7 +26,7 @@ namespace SpotTimer
                 if (st == null) return 0;
                 st.Ended = true;
                 Action onRelease = st.OnRelease;
-                st.Sync = null; st.Async = null; st.OnRelease = null;
+                st.Sync = null; st.Async = null; st.AsyncToken = null; st.OnRelease = null;
                 try
                 {
                     if (onRelease == null) return 0;
@@ -54,6 +54,8 @@ namespace SpotTimer
                     else
                         st.Core.NoteEnded(st);
                     st.Finished = true;
+                    // A handler token is cancelled (from the thread pool), a TickStream stops.
+                    st.Core.NoteReleased(st);
                 }
             }
             catch (Exception)

@@ -189,7 +189,7 @@ namespace SpotTimer
                         _compsRef = null;
                         comps[nc].token = token; comps[nc].outcome = outcome; comps[nc].reserved = 0; nc++;
                     }
-                    else if (st.Async != null)
+                    else if (st.Async != null || st.AsyncToken != null)
                     {
                         StartAsync(st, tick, token, r->live_word, r->live_value, r->started_value, r->lease_word);
                     }

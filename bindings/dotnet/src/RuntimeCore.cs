@@ -1,5 +1,6 @@
 using System;
 using System.Collections.Concurrent;
+using System.Collections.Generic;
 using System.Runtime.InteropServices;
 using System.Threading;
 using System.Threading.Tasks;
@@ -130,7 +131,75 @@ namespace SpotTimer
         {
             if (Interlocked.Exchange(ref _disposeState, 1) != 0) return false;
             LiveRuntimes.Remove(this);
+            SignalEnding(null);
             return true;
+        }
+
+        // ------------------------------------------------------------------ ending signals
+
+        // The live generations that carry an end signal (a handler token or a TickStream), by
+        // (owner, key): what a re-registration, an owner's revoke, release or re-acquisition and
+        // the dispose signal before the library's release hook would (the hook runs only after
+        // a running handler ended, too late for a token the handler waits on). Empty, and never
+        // locked on the registration path, as long as no such generation was registered.
+        readonly Dictionary<OwnerKey, TimerState> _signalled = new Dictionary<OwnerKey, TimerState>();
+        volatile int _signalledCount;
+
+        internal struct OwnerKey : IEquatable<OwnerKey>
+        {
+            public ulong Owner, Key;
+            public bool Equals(OwnerKey o) { return Owner == o.Owner && Key == o.Key; }
+            public override bool Equals(object o) { return o is OwnerKey && Equals((OwnerKey)o); }
+            public override int GetHashCode() { return (Owner * 0x9E3779B97F4A7C15UL ^ Key).GetHashCode(); }
+        }
+
+        /// <summary>After a successful registration of (owner, key): the generation it superseded
+        /// is ending; the new one is remembered when it carries a signal.</summary>
+        void NoteRegistered(TimerState st)
+        {
+            if (st.EndSignal == null && _signalledCount == 0) return;
+            TimerState old = null;
+            var k = new OwnerKey { Owner = st.OwnerId, Key = st.Key };
+            lock (_signalled)
+            {
+                if (_signalled.TryGetValue(k, out old) && old == st) old = null;
+                if (st.EndSignal != null && !st.Ended) _signalled[k] = st;
+                else if (old != null) _signalled.Remove(k);
+                _signalledCount = _signalled.Count;
+            }
+            if (old != null) old.SignalEnd();
+        }
+
+        /// <summary>The release hook: the generation ended.</summary>
+        void NoteReleased(TimerState st)
+        {
+            if (st.EndSignal == null) return;
+            var k = new OwnerKey { Owner = st.OwnerId, Key = st.Key };
+            lock (_signalled)
+            {
+                TimerState cur;
+                if (_signalled.TryGetValue(k, out cur) && cur == st) _signalled.Remove(k);
+                _signalledCount = _signalled.Count;
+            }
+            st.SignalEnd();
+        }
+
+        /// <summary>Signals the generations of owner <paramref name="ownerId"/> whose epoch
+        /// <paramref name="match"/> accepts (null <paramref name="ownerId"/>: every generation, for
+        /// the dispose).</summary>
+        internal void SignalEnding(ulong? ownerId, Func<ulong, bool> match = null)
+        {
+            if (_signalledCount == 0) return;
+            var hit = new List<TimerState>();
+            lock (_signalled)
+            {
+                foreach (var st in _signalled.Values)
+                    if (ownerId == null || (st.OwnerId == ownerId.Value && (match == null || match(st.OwnerEpoch))))
+                        hit.Add(st);
+                if (ownerId == null) _signalled.Clear();
+                _signalledCount = _signalled.Count;
+            }
+            foreach (var st in hit) st.SignalEnd();
         }
 
         /// <summary>After the native runtime was freed: joins the dispatcher, resolves cancel waiters
@@ -226,7 +295,8 @@ namespace SpotTimer
         // ------------------------------------------------------------------ registration
 
         internal Timer Register(Runtime rt, Owner owner, ulong key, ulong ns, bool oneShot,
-                                Action<Tick> sync, Func<Tick, Task> async, TimerOptions options)
+                                Action<Tick> sync, Func<Tick, Task> async, TimerOptions options,
+                                Func<Tick, CancellationToken, Task> asyncToken = null, IEndSignal signal = null)
         {
             options = options ?? new TimerOptions();
             ulong firstDue = C.FIRST_DUE_DEFAULT;
@@ -246,11 +316,14 @@ namespace SpotTimer
             }
             rt.ThrowIfClosed();
 
+            if (asyncToken != null && signal == null) signal = new TokenSignal();
             var st = new TimerState
             {
-                Core = this, Sync = sync, Async = async, OnRelease = options.OnRelease,
-                OwnerId = owner.Id, Key = key,
+                Core = this, Sync = sync, Async = async, AsyncToken = asyncToken, OnRelease = options.OnRelease,
+                OwnerId = owner.Id, OwnerEpoch = owner.Epoch, Key = key, EndSignal = signal,
             };
+            var tokenSignal = signal as TokenSignal;
+            if (tokenSignal != null) st.HandlerToken = tokenSignal.Token;
             var timer = new Timer(rt, st, owner.Id, key);
             var self = GCHandle.Alloc(st, GCHandleType.Normal);
             IntPtr userData = GCHandle.ToIntPtr(self);
@@ -284,6 +357,9 @@ namespace SpotTimer
             }
             timer.Id = id;
             st.Handle = id;
+            NoteRegistered(st);
+            // Disposed meanwhile: the dispose's signal may have run before the note.
+            if (Disposed && st.EndSignal != null) st.SignalEnd();
             EnsureDispatcher();
             return timer;
         }

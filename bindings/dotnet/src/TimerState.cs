@@ -6,6 +6,34 @@ using SpotTimer.Interop;
 
 namespace SpotTimer
 {
+    /// <summary>Told once that a generation is ending (see <see cref="TimerState.SignalEnd"/>). May
+    /// be called on any thread, also the native scheduler thread and inside a batch: it must not
+    /// run application code inline.</summary>
+    internal interface IEndSignal
+    {
+        void Signal();
+    }
+
+    /// <summary>The token of a <c>Func&lt;Tick, CancellationToken, Task&gt;</c> handler: cancelled
+    /// from the thread pool, so that the token's callbacks and the continuations of a handler
+    /// waiting on it never run inside the call that requested the cancel, inside another
+    /// handler, or on the native scheduler or dispatcher thread. The source is never disposed
+    /// (it has no timer and no wait handle: nothing to release), so the token stays usable.</summary>
+    internal sealed class TokenSignal : IEndSignal
+    {
+        readonly CancellationTokenSource _cts = new CancellationTokenSource();
+        public CancellationToken Token { get { return _cts.Token; } }
+
+        public void Signal()
+        {
+            ThreadPool.UnsafeQueueUserWorkItem(s =>
+            {
+                try { ((CancellationTokenSource)s).Cancel(); }
+                catch (Exception) { } // a token callback threw: not the binding's to report
+            }, _cts);
+        }
+    }
+
     /// <summary>Managed state of one registration: its handler and cleanup. A record's user_data is
     /// a <see cref="GCHandle"/> of it (no lookup per record), freed by the release hook. The
     /// library runs that hook while a record of the generation is with the host only when the
@@ -16,7 +44,27 @@ namespace SpotTimer
         public RuntimeCore Core;
         public Action<Tick> Sync;
         public Func<Tick, Task> Async;
+        /// <summary>An async handler that takes the generation's <see cref="HandlerToken"/>.</summary>
+        public Func<Tick, CancellationToken, Task> AsyncToken;
         public Action OnRelease;
+        /// <summary>What learns that the generation is ending (the token of an
+        /// <see cref="AsyncToken"/> handler, or a <see cref="TickStream"/>'s channel); null for
+        /// the others. Never refers to the Timer or the Runtime.</summary>
+        public IEndSignal EndSignal;
+        /// <summary>The token handed to <see cref="AsyncToken"/> (from <see cref="EndSignal"/>).</summary>
+        public CancellationToken HandlerToken;
+        public ulong OwnerEpoch;
+        int _endSignalled;
+
+        /// <summary>The generation is ending: a cancel was requested through this binding, the key
+        /// was registered again, the owner was revoked, released or re-acquired, the runtime is
+        /// being disposed, or (at the latest) the release hook ran. Idempotent.</summary>
+        public void SignalEnd()
+        {
+            var s = EndSignal;
+            if (s == null || Interlocked.Exchange(ref _endSignalled, 1) != 0) return;
+            s.Signal();
+        }
         public volatile string CleanupError;
         public volatile bool Ended;
         public spot_timer Handle;

@@ -90,6 +90,7 @@ namespace SpotTimer
 
         /// <summary>The Spot the work belongs to.</summary>
         public ulong SpotId { get; private set; }
+        /// <summary>A message or a timer tick.</summary>
         public WorkKind Kind { get; private set; }
         /// <summary>The lane it came from (ticks: Application).</summary>
         public Lane Lane { get; private set; }
@@ -107,6 +108,7 @@ namespace SpotTimer
         /// <summary>Tick: nominal ticks skipped since the previous callback. Message: 0.</summary>
         public long SkippedTicks { get; private set; }
 
+        /// <summary>Kind, Spot and what the work carries, for logs.</summary>
         public override string ToString()
         {
             return Kind == WorkKind.Message
@@ -118,31 +120,40 @@ namespace SpotTimer
     /// <summary>One entry of <see cref="Node.RelocationTargets"/> (L2).</summary>
     public readonly struct RelocationTarget : IEquatable<RelocationTarget>
     {
+        /// <summary>A target of kind <paramref name="what"/>: a Spot (<paramref name="kind"/> User or
+        /// Instance) or an Entry-Spot actor (<paramref name="kind"/> null), with its id.</summary>
         public RelocationTarget(RelocationTargetKind what, SpotKind? kind, ulong id)
         {
             What = what; Kind = kind; Id = id;
         }
 
+        /// <summary>A Spot or an Entry-Spot actor.</summary>
         public RelocationTargetKind What { get; }
         /// <summary>A Spot's kind (User or Instance); null for an Entry-Spot actor.</summary>
         public SpotKind? Kind { get; }
         /// <summary>The Spot's or the actor's id.</summary>
         public ulong Id { get; }
 
+        /// <summary>The target for Spot <paramref name="id"/> of <paramref name="kind"/>.</summary>
         public static RelocationTarget Spot(ulong id, SpotKind kind)
         {
             return new RelocationTarget(RelocationTargetKind.Spot, kind, id);
         }
 
+        /// <summary>The target for actor <paramref name="id"/> of the Entry Spot.</summary>
         public static RelocationTarget EntryActor(ulong id)
         {
             return new RelocationTarget(RelocationTargetKind.EntryActor, null, id);
         }
 
+        /// <summary>Same kind of target, Spot kind and id.</summary>
         public bool Equals(RelocationTarget o) { return What == o.What && Kind == o.Kind && Id == o.Id; }
+        /// <summary>Same kind of target, Spot kind and id.</summary>
         public override bool Equals(object obj) { return obj is RelocationTarget && Equals((RelocationTarget)obj); }
+        /// <summary>Hash of the three fields.</summary>
         public override int GetHashCode() { return Id.GetHashCode() ^ ((int)What << 16) ^ (Kind.HasValue ? (int)Kind.Value : 0); }
 
+        /// <summary>E.g. <c>Spot(42, Instance)</c> or <c>EntryActor(7)</c>.</summary>
         public override string ToString()
         {
             return What == RelocationTargetKind.Spot
@@ -169,27 +180,35 @@ namespace SpotTimer
 
         /// <summary>Gauge: Spots active on the node (the Entry Spot included).</summary>
         public long ActiveSpots { get; private set; }
+        /// <summary>Spots created on the node.</summary>
         public long Created { get; private set; }
         /// <summary>Factory calls (only with a <see cref="NodeOptions.Factory"/>).</summary>
         public long FactoryRuns { get; private set; }
+        /// <summary>Creations that failed.</summary>
         public long CreationFailures { get; private set; }
         /// <summary>Instance Spots evicted idle.</summary>
         public long Evicted { get; private set; }
         /// <summary>Spots closed by <see cref="Node.CloseSpot"/> or the node's shutdown.</summary>
         public long Closed { get; private set; }
+        /// <summary>Messages admitted to a lane.</summary>
         public long MessagesAdmitted { get; private set; }
         /// <summary>Messages whose handler ran (completed OK or FAILED).</summary>
         public long MessagesCompleted { get; private set; }
         /// <summary>Admitted messages that never ran (their Spot closed or its authority ended first).</summary>
         public long MessagesDropped { get; private set; }
+        /// <summary>Admissions refused by a Spot's application lane.</summary>
         public long RejectedApplicationLane { get; private set; }
+        /// <summary>Admissions refused by a Spot's lifecycle lane.</summary>
         public long RejectedLifecycleLane { get; private set; }
+        /// <summary>Admissions refused by the node's inbound byte budget.</summary>
         public long RejectedNodeInbound { get; private set; }
+        /// <summary>Activations refused by the active cap.</summary>
         public long RejectedActivation { get; private set; }
         /// <summary>Messages that ended with <see cref="StaleRouteException"/>.</summary>
         public long StaleRoutes { get; private set; }
         /// <summary>Ticks kept (deferred) because the application lane was full.</summary>
         public long TicksDeferred { get; private set; }
+        /// <summary>Idle-eviction passes.</summary>
         public long EvictionPasses { get; private set; }
         /// <summary>Spots examined by the eviction passes (at most 64 per pass).</summary>
         public long EvictionExamined { get; private set; }
@@ -198,6 +217,10 @@ namespace SpotTimer
     /// <summary>How to start a <see cref="Node"/>. A zero limit takes the library's default.</summary>
     public sealed class NodeOptions
     {
+        /// <summary>The defaults: node 1, Entry Spot 0, real clock, the library's lane limits, no
+        /// idle eviction, no lease, no factory or closing callback, a private store.</summary>
+        public NodeOptions() { }
+
         /// <summary>This node's id in its store.</summary>
         public ulong NodeId { get; set; } = 1;
         /// <summary>The id of the node's Entry Spot (unique in the store).</summary>

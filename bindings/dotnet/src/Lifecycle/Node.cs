@@ -27,8 +27,10 @@ namespace SpotTimer
         /// <summary>The native node handle value.</summary>
         public ulong Id { get { return _id; } }
 
+        /// <summary>False while the handle owns a node.</summary>
         public override bool IsInvalid { get { return handle == IntPtr.Zero; } }
 
+        /// <summary>Frees the native node (spot_node_free; see the class summary).</summary>
         protected override bool ReleaseHandle()
         {
             // At process shutdown the closing callbacks may no longer run managed code; the OS
@@ -233,11 +235,15 @@ namespace SpotTimer
             Clock = options.Clock;
         }
 
+        /// <summary>The native node handle (closed once the node is freed).</summary>
         public NodeSafeHandle Handle { get { return _handle; } }
+        /// <summary>This node's id in its store (<see cref="NodeOptions.NodeId"/>).</summary>
         public ulong NodeId { get; private set; }
         /// <summary>The id of the node's Entry Spot.</summary>
         public ulong EntrySpot { get; private set; }
+        /// <summary>The node's clock (<see cref="NodeOptions.Clock"/>).</summary>
         public ClockKind Clock { get; private set; }
+        /// <summary>True once <see cref="Dispose"/> was called.</summary>
         public bool IsDisposed { get { return Volatile.Read(ref _disposed) != 0; } }
 
         /// <summary>A <see cref="Dispatch"/> handler threw: its record was completed FAILED (it

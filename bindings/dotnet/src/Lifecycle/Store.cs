@@ -18,8 +18,10 @@ namespace SpotTimer
         /// <summary>The native store handle value.</summary>
         public ulong Id { get { return _id; } }
 
+        /// <summary>False while the handle owns a store.</summary>
         public override bool IsInvalid { get { return handle == IntPtr.Zero; } }
 
+        /// <summary>Frees the native store (spot_store_free).</summary>
         protected override bool ReleaseHandle()
         {
             int s = Native.spot_store_free(_id);
@@ -35,6 +37,7 @@ namespace SpotTimer
     {
         readonly StoreSafeHandle _handle;
 
+        /// <summary>A new embedded Location Store (spot_store_new).</summary>
         public Store()
         {
             ulong id;
@@ -44,7 +47,9 @@ namespace SpotTimer
             _handle = new StoreSafeHandle(id);
         }
 
+        /// <summary>The native store handle.</summary>
         public StoreSafeHandle Handle { get { return _handle; } }
+        /// <summary>True once <see cref="Dispose"/> was called.</summary>
         public bool IsDisposed { get { return _handle.IsClosed; } }
 
         /// <summary>Marks node <paramref name="nodeId"/> unusable while its lease runs: its Spots are
@@ -90,6 +95,8 @@ namespace SpotTimer
             if (status != 0) throw SpotTimerException.From(status, Native.LastError());
         }
 
+        /// <summary>Frees the store (its nodes keep running: the library holds its own reference).
+        /// Idempotent.</summary>
         public void Dispose() { _handle.Dispose(); }
     }
 }
