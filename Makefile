@@ -29,6 +29,7 @@ test: lint test-rust $(TEST_TARGETS)
 lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps --workspace --quiet
 
 test-rust:
 	$(CARGO) test --workspace --release

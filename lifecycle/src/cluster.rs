@@ -1,7 +1,7 @@
 //! Several simulated nodes in one process: how a node reaches another to forward a
 //! message or an activation. A deployment across processes replaces this with its
 //! transport; the rules on the receiving side (the owner and lease check of L4) stay in
-//! the node, which is a [`Peer`] here — this module knows nothing else of it.
+//! the node, which is a `Peer` here — this module knows nothing else of it.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};

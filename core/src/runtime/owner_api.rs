@@ -251,7 +251,7 @@ impl<P: Clone + Send + Sync + 'static> Owner<P> {
 
     /// [`Owner::register`], returning the generation's id instead of a handle: nothing is
     /// reference-counted, so a host that keeps many timers stores 16 bytes per timer and
-    /// cancels by id ([`Runtime::cancel_timer_nowait`], [`Runtime::cancel_timer`]).
+    /// cancels by id ([`crate::Runtime::cancel_timer_nowait`], [`crate::Runtime::cancel_timer`]).
     pub fn register_id(
         &self,
         key: TimerKey,
