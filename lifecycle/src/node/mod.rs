@@ -2,13 +2,16 @@
 //! coordinator, the object catalog and the lanes.
 //!
 //! Ground rules:
-//! - A Spot is in the admission view (`spots`) exactly while it is Ready on this node: it
-//!   enters in the same synchronous continuation as the store's Ready commit (before any
-//!   message can be admitted) and leaves only after its closing callback, before the
+//! - A Spot is in the admission view (`spots`) while it is Ready on this node: it enters,
+//!   its lock held, right before the store's Ready commit in the same synchronous
+//!   continuation (whoever finds it waits on the lock until the commit and the creator's
+//!   first message are done) and leaves only after its closing callback, before the
 //!   store's release.
 //! - A Spot's lanes, queues and activity are guarded by its own mutex; no other lock is
 //!   taken while it is held except the timer runtime's (a doorbell registration), which
 //!   never calls back into this layer.
+//! - A closing Spot (its `closing` flag, mirrored outside the mutex for the start check)
+//!   admits and starts nothing; its close finishes once no record of it holds its gate.
 //! - Work reaches the host only as records of the timer runtime, so a Spot's messages and
 //!   timer ticks share its serial gate (T9), its owner's lease check (T6) and the batch.
 //!
