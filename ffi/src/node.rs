@@ -334,15 +334,7 @@ pub unsafe extern "C" fn spot_node_spot_kind(
     boundary("spot_node_spot_kind", || {
         let n = NODES.get(node)?;
         let out = Out::new(out_kind, "out_kind")?;
-        let id = SpotId(spot_id);
-        let kind = if n.node.entry().id() == id {
-            SpotKind::Entry
-        } else if n.node.user(id).is_ok() {
-            SpotKind::User
-        } else {
-            lf(n.node.instance(id))?;
-            SpotKind::Instance
-        };
+        let kind = lf(n.node.spot_kind(SpotId(spot_id)))?;
         out.write(kind_code(kind));
         Ok(())
     })
@@ -385,18 +377,8 @@ pub extern "C" fn spot_node_every(
 ) -> spot_status {
     boundary("spot_node_every", || {
         let n = NODES.get(node)?;
-        let id = SpotId(spot_id);
         let period = Duration::from_nanos(period_ns);
-        let node = &n.node;
-        let r = if node.entry().id() == id {
-            node.every(&node.entry(), key, period, value)
-        } else if let Ok(s) = node.user(id) {
-            node.every(&s, key, period, value)
-        } else {
-            node.instance(id)
-                .and_then(|s| node.every(&s, key, period, value))
-        };
-        lf(r).map(drop)
+        lf(n.node.every_of(SpotId(spot_id), key, period, value)).map(drop)
     })
 }
 
@@ -603,16 +585,7 @@ pub unsafe extern "C" fn spot_node_lane_use(
                 ))
             }
         };
-        let id = SpotId(spot_id);
-        let node = &n.node;
-        let used = if node.entry().id() == id {
-            node.lane_use(&node.entry(), lane)
-        } else if let Ok(s) = node.user(id) {
-            node.lane_use(&s, lane)
-        } else {
-            node.instance(id).and_then(|s| node.lane_use(&s, lane))
-        };
-        let used = lf(used)?;
+        let used = lf(n.node.lane_use_of(SpotId(spot_id), lane))?;
         items.write(used.items);
         bytes.write(used.bytes);
         Ok(())

@@ -29,7 +29,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::{Mutex, RwLock};
-use spot_timer_core::{ClockKind, GateMode, Nanos, Owner, Runtime, RuntimeConfig, Sink};
+use spot_timer_core::{ClockKind, GateMode, Nanos, Owner, Runtime, RuntimeConfig, Sink, TimerSpec};
 
 use crate::catalog::Catalog;
 use crate::cluster::Cluster;
@@ -217,6 +217,14 @@ pub(crate) struct LocalSpot {
 }
 
 impl LocalSpot {
+    fn lane_use(&self, lane: LaneKind) -> LaneUse {
+        let st = self.state.lock();
+        match lane {
+            LaneKind::Application => st.application,
+            LaneKind::Lifecycle => st.lifecycle,
+        }
+    }
+
     fn set_closing(&self, st: &mut SpotState, closing: bool) {
         st.closing = closing;
         self.closing
@@ -373,14 +381,7 @@ impl Node {
         period: Duration,
         value: u64,
     ) -> Result<spot_timer_core::TimerId> {
-        check_key(key)?;
-        let s = self.current(spot)?;
-        Ok(s.owner.register_id(
-            key,
-            spot_timer_core::TimerSpec::every(period),
-            Work::Timer(value),
-            None,
-        )?)
+        register_tick(&*self.current(spot)?, key, TimerSpec::every(period), value)
     }
 
     /// Registers a one-shot timer of a Spot (key below 2^63): its tick is application work
@@ -392,14 +393,38 @@ impl Node {
         delay: Duration,
         value: u64,
     ) -> Result<spot_timer_core::TimerId> {
-        check_key(key)?;
-        let s = self.current(spot)?;
-        Ok(s.owner.register_id(
+        register_tick(&*self.current(spot)?, key, TimerSpec::after(delay), value)
+    }
+
+    /// The kind of Spot `id` if it is active on this node (for callers that hold ids, not
+    /// typed handles: the C ABI and the bindings).
+    pub fn spot_kind(&self, id: SpotId) -> Result<SpotKind> {
+        Ok(self.local_or_not_found(id)?.kind)
+    }
+
+    /// [`Node::every`] for Spot `id` active on this node, whatever its kind.
+    pub fn every_of(
+        &self,
+        id: SpotId,
+        key: u64,
+        period: Duration,
+        value: u64,
+    ) -> Result<spot_timer_core::TimerId> {
+        register_tick(
+            &*self.local_or_not_found(id)?,
             key,
-            spot_timer_core::TimerSpec::after(delay),
-            Work::Timer(value),
-            None,
-        )?)
+            TimerSpec::every(period),
+            value,
+        )
+    }
+
+    /// [`Node::lane_use`] for Spot `id` active on this node, whatever its kind.
+    pub fn lane_use_of(&self, id: SpotId, lane: LaneKind) -> Result<LaneUse> {
+        Ok(self.local_or_not_found(id)?.lane_use(lane))
+    }
+
+    fn local_or_not_found(&self, id: SpotId) -> Result<Arc<LocalSpot>> {
+        self.local(id).ok_or(LifecycleError::NotFound(id))
     }
 
     /// The local Spot a handle names, if it is still that activation.
@@ -484,12 +509,7 @@ impl Node {
 
     /// What one Spot's lanes hold now.
     pub fn lane_use<K: Kind>(&self, spot: &Spot<K>, lane: LaneKind) -> Result<LaneUse> {
-        let s = self.current(spot)?;
-        let st = s.state.lock();
-        Ok(match lane {
-            LaneKind::Application => st.application,
-            LaneKind::Lifecycle => st.lifecycle,
-        })
+        Ok(self.current(spot)?.lane_use(lane))
     }
 
     fn check_open(&self) -> Result<()> {
@@ -510,6 +530,17 @@ impl Node {
         self.store
             .set_active(self.id, self.spots.read().len() as u64);
     }
+}
+
+/// Registers a timer of Spot `s` whose ticks are its application work.
+fn register_tick(
+    s: &LocalSpot,
+    key: u64,
+    spec: TimerSpec,
+    value: u64,
+) -> Result<spot_timer_core::TimerId> {
+    check_key(key)?;
+    Ok(s.owner.register_id(key, spec, Work::Timer(value), None)?)
 }
 
 fn check_key(key: u64) -> Result<()> {

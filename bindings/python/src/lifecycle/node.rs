@@ -16,8 +16,8 @@ use pyo3::types::{PyDict, PyList};
 use pyo3::PyTraverseError;
 
 use spot_lifecycle::{
-    Entry, LaneKind, LaneLimits, LifecycleError, Node, NodeConfig, NodeId, Outcome,
-    RelocationTarget, Result as LResult, Spot, SpotId, SpotKind, SpotRecord,
+    LaneKind, LaneLimits, Node, NodeConfig, NodeId, Outcome, RelocationTarget, Result as LResult,
+    SpotId, SpotKind, SpotRecord,
 };
 use spot_timer_core::ClockKind;
 
@@ -43,30 +43,6 @@ pub struct PyNode {
     callbacks: Arc<Callbacks>,
     backlog: Mutex<Vec<SpotRecord>>,
     closed: AtomicBool,
-}
-
-/// The node's Entry Spot handle (`Node::entry` panics once the node is shut down, so this
-/// is only asked after the open check, and a panic of a racing shutdown is caught).
-fn entry_of(node: &Node) -> LResult<Spot<Entry>> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| node.entry()))
-        .map_err(|_| LifecycleError::Closed)
-}
-
-/// Runs `f` with the typed handle of local Spot `id` (whatever its kind).
-macro_rules! with_spot {
-    ($node:expr, $entry:expr, $id:expr, |$s:ident| $body:expr) => {{
-        let node: &Node = $node;
-        let id: SpotId = $id;
-        if id == $entry {
-            entry_of(node).and_then(|$s| $body)
-        } else {
-            match node.user(id) {
-                Ok($s) => $body,
-                Err(LifecycleError::WrongKind { .. }) => node.instance(id).and_then(|$s| $body),
-                Err(e) => Err(e),
-            }
-        }
-    }};
 }
 
 impl PyNode {
@@ -372,8 +348,7 @@ impl PyNode {
         spot_id: &Bound<'_, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let id = SpotId(u64_arg(py, spot_id, "spot_id")?);
-        let entry = self.entry;
-        let kind = self.call(py, move |n| with_spot!(n, entry, id, |s| Ok(s.kind())))?;
+        let kind = self.call(py, move |n| n.spot_kind(id))?;
         Ok(types(py)?.spot_kind(py, kind))
     }
 
@@ -430,10 +405,7 @@ impl PyNode {
             Some(v) => u64_arg(py, v, "value")?,
             None => 0,
         };
-        let entry = self.entry;
-        self.call(py, move |n| {
-            with_spot!(n, entry, id, |s| n.every(&s, key, period, value).map(drop))
-        })
+        self.call(py, move |n| n.every_of(id, key, period, value).map(drop))
     }
 
     /// One idle-eviction pass: examines at most 64 Instance Spots and evicts those idle
@@ -510,10 +482,7 @@ impl PyNode {
             Some(l) => lane_arg(py, l)?,
             None => LaneKind::Application,
         };
-        let entry = self.entry;
-        let used = self.call(py, move |n| {
-            with_spot!(n, entry, id, |s| n.lane_use(&s, lane))
-        })?;
+        let used = self.call(py, move |n| n.lane_use_of(id, lane))?;
         types(py)?.lane_use.bind(py).call1((used.items, used.bytes))
     }
 
