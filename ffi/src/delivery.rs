@@ -10,7 +10,7 @@ use std::sync::Arc;
 use spot_timer_core::{BatchHandler, Completion, Record};
 
 use crate::boundary::{arg_ref, arg_slice, boundary, Failure, FfiResult, Out, OutSlice};
-use crate::core_runtime::{enter_callback, timer_id, FfiRuntime, Payload};
+use crate::core_runtime::{enter_callback, timer_id, Payload};
 use crate::handles;
 use crate::status::*;
 use crate::types::*;
@@ -103,7 +103,7 @@ fn completions_from_c(list: &[spot_completion], out: &mut Vec<Completion>) -> Ff
     first.map_or(Ok(()), Err)
 }
 
-fn exchange_runtime(rt: u64) -> FfiResult<Arc<FfiRuntime>> {
+fn exchange_runtime(rt: u64) -> FfiResult<handles::RuntimeRef> {
     let ffi = handles::get(rt)?;
     if ffi.callback_mode {
         return Err(Failure::new(

@@ -412,6 +412,61 @@ static void bad_reentrancy_from_batch_callback(void) {
     CHECK_EQ_U64(atomic_load(&e.finalized), 1);
 }
 
+/* A release hook runs on the cancelling thread inside a call on runtime A; it calls into
+ * runtime B and into A, and frees B. The calls of the hook must not disturb A's call
+ * (the library caches the runtime a thread used last), and B's handle is dead after. */
+struct nested_hook {
+    uint64_t a, b, epoch_b;
+    spot_status st_register_b, st_cancel_b, st_stats_a, st_free_b;
+    int ran;
+};
+
+static int32_t nested_hook_release(void *user_data, char *msg, size_t msg_len) {
+    (void)msg;
+    (void)msg_len;
+    struct nested_hook *h = user_data;
+    h->ran++;
+    struct spot_timer_spec sp = spec_every(10 * MS, SPOT_POLICY_SKIP_LATE_TICKS, 1);
+    struct spot_timer tb;
+    h->st_register_b = spot_timer_register(h->b, 7, h->epoch_b, 1, &sp, NULL, NULL, &tb);
+    h->st_cancel_b = spot_timer_cancel(h->b, tb, -1, NULL);
+    struct spot_stats s = {0};
+    s.struct_size = sizeof s;
+    h->st_stats_a = spot_stats(h->a, &s);
+    h->st_free_b = spot_runtime_free(h->b);
+    return 0;
+}
+
+static void bad_release_hook_calls_other_runtime_and_frees_it(void) {
+    struct nested_hook h = {0};
+    h.a = manual_runtime();
+    h.b = manual_runtime();
+    uint64_t ep_a = owner(h.a, 1, SPOT_GATE_CONCURRENT);
+    h.epoch_b = owner(h.b, 7, SPOT_GATE_CONCURRENT);
+    struct spot_timer_spec sp = spec_every(10 * MS, SPOT_POLICY_SKIP_LATE_TICKS, 1);
+    struct spot_timer t;
+    CHECK_OK(spot_timer_register(h.a, 1, ep_a, 1, &sp, &h, nested_hook_release, &t));
+    uint32_t reason = 99;
+    CHECK_OK(spot_timer_cancel(h.a, t, -1, &reason)); /* the hook runs here, on this thread */
+    CHECK_EQ_U64(reason, SPOT_END_CANCELLED);
+    CHECK_EQ_U64(h.ran, 1);
+    CHECK_ST(h.st_register_b, SPOT_OK);
+    CHECK_ST(h.st_cancel_b, SPOT_OK);
+    CHECK_ST(h.st_stats_a, SPOT_OK);
+    CHECK_ST(h.st_free_b, SPOT_OK);
+    /* B is gone for every later call; A goes on working */
+    struct spot_stats s = {0};
+    s.struct_size = sizeof s;
+    CHECK_ST(spot_stats(h.b, &s), SPOT_E_INVALID_HANDLE);
+    CHECK_ST(spot_runtime_free(h.b), SPOT_E_INVALID_HANDLE);
+    CHECK_OK(spot_stats(h.a, &s));
+    CHECK_OK(spot_timer_register(h.a, 1, ep_a, 2, &sp, NULL, NULL, &t));
+    CHECK_OK(spot_timer_cancel(h.a, t, -1, &reason));
+    CHECK_EQ_U64(s.registered, 1);
+    CHECK_OK(spot_runtime_free(h.a));
+    CHECK_ST(spot_stats(h.a, &s), SPOT_E_INVALID_HANDLE);
+}
+
 static void bad_free_from_inside_batch_callback(void) {
     static struct reentry e;
     memset(&e, 0, sizeof e);
@@ -583,6 +638,7 @@ void run_bad_input_tests(void) {
     RUN(bad_wakeup_fd_tracks_pending);
     RUN(bad_reentrancy_from_batch_callback);
     RUN(bad_free_from_inside_batch_callback);
+    RUN(bad_release_hook_calls_other_runtime_and_frees_it);
     RUN(bad_self_cancel_in_exchange_handler);
     RUN(bad_cancel_with_record_waiting_in_queue);
     RUN(bad_owner_release);
