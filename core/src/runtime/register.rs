@@ -7,7 +7,10 @@ use std::sync::atomic::Ordering::{Relaxed, Release, SeqCst};
 use crate::cold::{ColdTable, ReleaseHook};
 use crate::end::EndReason;
 use crate::error::{Error, Result};
+use hashbrown::hash_table::Entry as KeyEntry;
+
 use crate::hash::hash_u64;
+use crate::queue::Entry;
 use crate::runtime::shared::{next_generation, with_work, Shared};
 use crate::slot::{succession, word};
 use crate::slot::{EXACT, HAS_COLD, HAS_RELEASE};
@@ -77,15 +80,17 @@ impl<P> Shared<P> {
                 self.abandon_registration(shard, index, generation);
                 return Err(e);
             }
-            let existing = inner
-                .keys
-                .find(hash, |&s| self.slots.slot(s).key.load(Relaxed) == key)
-                .copied();
             let mut superseded = None;
             // The slot whose callback the new generation must wait for, if any (T3).
             let mut wait_for = None;
-            match existing {
-                Some(old) => {
+            // One probe finds the key's slot or the place for it.
+            match inner.keys.entry(
+                hash,
+                |&s| self.slots.slot(s).key.load(Relaxed) == key,
+                |&s| hash_u64(self.slots.slot(s).key.load(Relaxed)),
+            ) {
+                KeyEntry::Occupied(mut e) => {
+                    let old = *e.get();
                     let old_slot = self.slots.slot(old);
                     let s = succession::supersede(
                         old,
@@ -95,16 +100,10 @@ impl<P> Shared<P> {
                     );
                     superseded = s.claimed.map(|(ending, from)| (old, ending, from));
                     wait_for = s.wait_for;
-                    let slot_of_key = inner
-                        .keys
-                        .find_mut(hash, |&s| s == old)
-                        .expect("found above");
-                    *slot_of_key = index;
+                    *e.get_mut() = index;
                 }
-                None => {
-                    inner.keys.insert_unique(hash, index, |&s| {
-                        hash_u64(self.slots.slot(s).key.load(Relaxed))
-                    });
+                KeyEntry::Vacant(e) => {
+                    e.insert(index);
                 }
             }
             if let Some(p) = wait_for {
@@ -120,6 +119,26 @@ impl<P> Shared<P> {
             (w, superseded, closed)
         };
 
+        if superseded.is_none() && !closed {
+            // The common case needs no work context: arm, count, done.
+            if word::phase(published) == word::IDLE {
+                let entry = Entry {
+                    due: schedule.first_due(),
+                    target: index,
+                    tag: published as u32,
+                };
+                if let Some(wake_at) = self.shards.arm_one(shard, entry, exact) {
+                    if self.wake_for(wake_at) {
+                        self.counters.add(C::scheduler_wakes_by_hosts, 1);
+                    }
+                }
+            }
+            self.counters.add(C::registered, 1);
+            return Ok(TimerId {
+                slot: index,
+                generation,
+            });
+        }
         with_work(now, |work| {
             if let Some((old, ending, from)) = superseded {
                 self.finish(old, ending, from, false, work);

@@ -50,6 +50,20 @@ impl Shards {
             earliest = earliest.min(q.insert(e, exact));
         }
         s.len.store(q.len(), Ordering::Relaxed);
+        self.publish_earliest(s, earliest)
+    }
+
+    /// [`Shards::arm`] for one entry.
+    pub fn arm_one(&self, i: usize, e: Entry, exact: bool) -> Option<Nanos> {
+        let s = &self.list[i];
+        let mut q = s.queue.lock();
+        let earliest = q.insert(e, exact);
+        s.len.store(q.len(), Ordering::Relaxed);
+        self.publish_earliest(s, earliest)
+    }
+
+    /// Lowers shard `s`'s `min_wake` to `earliest` (its lock held) if that is earlier.
+    fn publish_earliest(&self, s: &Shard, earliest: Nanos) -> Option<Nanos> {
         if earliest < s.min_wake.load(Ordering::Relaxed) {
             // A swap, not a store: on x86 it is also the full barrier the wake-up protocol
             // needs before the caller reads the scheduler's `sleep_until`.

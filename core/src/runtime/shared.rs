@@ -154,16 +154,24 @@ impl<P> Shared<P> {
     /// Wakes the scheduler if it sleeps past `wake_at`, a shard's new earliest wake time
     /// (just published with a sequentially consistent swap).
     pub fn wake_if_before(&self, wake_at: Nanos, tally: &mut Tally) {
+        if self.wake_for(wake_at) {
+            tally.add(C::scheduler_wakes_by_hosts, 1);
+        }
+    }
+
+    /// [`Shared::wake_if_before`], counted by the caller: true when it woke the scheduler.
+    pub fn wake_for(&self, wake_at: Nanos) -> bool {
         if self.manual.is_some() {
             // Time moves only through `advance`, which wakes the scheduler itself.
-            return;
+            return false;
         }
         // Pairs with the scheduler's publication of `sleep_until` before it looks at the
         // shards again: one of the two sides sees the other.
         if wake_at < self.scheduler.sleep_until.load(Ordering::SeqCst) {
             self.scheduler.wake();
-            tally.add(C::scheduler_wakes_by_hosts, 1);
+            return true;
         }
+        false
     }
 
     /// Applies what an operation left in `work`: deliveries it unblocked, entries to arm,
