@@ -100,7 +100,11 @@ fn end_result(r: EndResult, out_reason: Option<Out<u32>>) -> FfiResult {
 /// A timer whose record no host holds ends within this call, on the calling thread (its
 /// release hook runs here): no wait, no round trip to the scheduler. A record published
 /// but not yet received by any `spot_exchange` is taken back (it ends as not started).
-/// Only a record a host has received is waited for.
+/// Only a record a host has received is waited for — also when the calling thread itself
+/// received it and has not completed it yet (a handler cancelling a timer whose record is
+/// later in the same batch): complete that record first (SPOT_OUTCOME_NOT_STARTED if it
+/// did not start), or cancel with a timeout of 0 or with spot_timer_cancel_async, or the
+/// wait lasts until the timeout.
 ///
 /// Returns SPOT_OK and writes the end reason (SPOT_END_*) to `*out_end_reason` (may be
 /// NULL), or SPOT_E_CLEANUP_FAILED (the release hook failed; every canceller sees it;

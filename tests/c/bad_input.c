@@ -467,6 +467,37 @@ static void bad_release_hook_calls_other_runtime_and_frees_it(void) {
     CHECK_ST(spot_stats(h.a, &s), SPOT_E_INVALID_HANDLE);
 }
 
+/* A host thread holding a batch blocking-cancels a timer whose record is later in that
+ * batch: the wait is for a record only this thread can complete, so it lasts until the
+ * timeout (documented at spot_timer_cancel); completing the record ends the generation. */
+static void bad_blocking_cancel_of_a_record_this_thread_holds(void) {
+    uint64_t rt = manual_runtime();
+    uint64_t ep = owner(rt, 1, SPOT_GATE_CONCURRENT);
+    struct spot_timer_spec sp = spec_every(10 * MS, SPOT_POLICY_SKIP_LATE_TICKS, 1);
+    struct spot_timer a, b;
+    CHECK_OK(spot_timer_register(rt, 1, ep, 1, &sp, NULL, NULL, &a));
+    CHECK_OK(spot_timer_register(rt, 1, ep, 2, &sp, NULL, NULL, &b));
+    CHECK_OK(spot_advance(rt, 10 * MS));
+    struct spot_record recs[4];
+    size_t n = 0;
+    CHECK_OK(spot_exchange(rt, NULL, 0, recs, 4, 0, &n));
+    CHECK_EQ_U64(n, 2);
+    size_t first = 0, other = 1;
+    struct spot_timer later = recs[other].timer.slot == a.slot ? a : b;
+    CHECK_OK(spot_record_begin(rt, &recs[first]));
+    uint32_t reason = 99;
+    CHECK_ST(spot_timer_cancel(rt, later, 50 * MS, &reason), SPOT_E_TIMEOUT);
+    CHECK_EQ_U64(reason, 99);
+    /* the record of the cancelled generation no longer starts; complete it as not started */
+    CHECK_ST(spot_record_begin(rt, &recs[other]), SPOT_E_STALE_TIMER);
+    struct spot_completion done[2] = {{recs[first].token, SPOT_OUTCOME_OK, 0},
+                                      {recs[other].token, SPOT_OUTCOME_NOT_STARTED, 0}};
+    CHECK_OK(spot_complete(rt, done, 2));
+    CHECK_OK(spot_timer_cancel(rt, later, 0, &reason));
+    CHECK_EQ_U64(reason, SPOT_END_CANCELLED);
+    CHECK_OK(spot_runtime_free(rt));
+}
+
 static void bad_free_from_inside_batch_callback(void) {
     static struct reentry e;
     memset(&e, 0, sizeof e);
@@ -639,6 +670,7 @@ void run_bad_input_tests(void) {
     RUN(bad_reentrancy_from_batch_callback);
     RUN(bad_free_from_inside_batch_callback);
     RUN(bad_release_hook_calls_other_runtime_and_frees_it);
+    RUN(bad_blocking_cancel_of_a_record_this_thread_holds);
     RUN(bad_self_cancel_in_exchange_handler);
     RUN(bad_cancel_with_record_waiting_in_queue);
     RUN(bad_owner_release);
