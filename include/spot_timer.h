@@ -265,7 +265,7 @@ extern "C" {
  * `records_taken_back`, `records_abandoned` and `scheduler_wakes_by_hosts`. 2.1 adds
  * `spot_runtime_close`.
  */
-#define SPOT_ABI_VERSION ((2 << 16) | 1)
+#define SPOT_ABI_VERSION ((2 << 16) | 2)
 
 /**
  * Status code returned by every fallible `spot_*` function (`int32_t`). 0 is success.
@@ -1475,7 +1475,7 @@ spot_status spot_owner_gate_leave(uint64_t rt, uint64_t owner_id);
 
 /**
  * The ABI version of the library: `(major << 16) | minor`; this header is
- * `SPOT_ABI_VERSION` (2.1). A host built against major M works with a library of the
+ * `SPOT_ABI_VERSION` (2.2). A host built against major M works with a library of the
  * same major M and a minor >= its own.
  *
  * Infallible. Thread-safe.
@@ -1560,6 +1560,60 @@ spot_status spot_now(uint64_t rt, uint64_t *out_ns);
  * SPOT_E_BAD_STRUCT_SIZE.
  */
 spot_status spot_stats(uint64_t rt, struct spot_stats *out);
+
+/**
+ * Starts a delivery session on runtime `rt` for the calling thread, receiving up to
+ * `capacity` records per exchange.
+ *
+ * The session hands out one record at a time (`spot_session_next`): a TICK record whose
+ * start is already checked and claimed — run its handler without calling
+ * `spot_record_begin`, then `spot_session_done` — or a CANCEL_DONE record. Completions
+ * are collected and sent with the exchange that fetches more records. A record that went
+ * stale before its turn is completed as not started and never handed out. A blocking
+ * `spot_timer_cancel` made on this thread first sends the session's collected
+ * completions and completes the cancelled timer's records that the session holds unread
+ * as not started, so it never waits for a record only this thread would complete (a
+ * cancel of the very timer whose handler is running still returns
+ * SPOT_E_WOULD_DEADLOCK).
+ *
+ * Ownership: the session belongs to the calling thread; free it there with
+ * `spot_session_free` (a thread that exits frees its sessions). Exchange-delivery
+ * runtimes only.
+ * Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT, SPOT_E_INVALID_ARGUMENT (capacity
+ * 0), SPOT_E_WRONG_DELIVERY_MODE, SPOT_E_CLOSED.
+ */
+spot_status spot_session_new(uint64_t rt, size_t capacity, uint64_t *out_session);
+
+/**
+ * Writes the next record to `*out_record` and 1 to `*out_got`, or 0 to `*out_got` when
+ * none arrived within `timeout_ns` (-1: wait until one does or the runtime closes; 0:
+ * don't wait). A TICK record is started already: run its handler, then call
+ * `spot_session_done` before the next `spot_session_next`.
+ * Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT, SPOT_E_INVALID_ARGUMENT (the
+ * previous tick was not completed with `spot_session_done`, or a bad timeout),
+ * SPOT_E_CLOSED (the runtime closed and the session holds nothing more).
+ */
+spot_status spot_session_next(uint64_t session,
+                              int64_t timeout_ns,
+                              struct spot_record *out_record,
+                              uint32_t *out_got);
+
+/**
+ * Completes the TICK record the last `spot_session_next` handed out, with `outcome`
+ * (SPOT_OUTCOME_*). The completion goes back with the session's next exchange (or
+ * earlier, when a blocking cancel on this thread needs it).
+ * Errors: SPOT_E_INVALID_HANDLE, SPOT_E_UNKNOWN_ENUM, SPOT_E_INVALID_ARGUMENT (no tick in
+ * progress).
+ */
+spot_status spot_session_done(uint64_t session, uint32_t outcome);
+
+/**
+ * Frees a session of the calling thread: the records it holds unread complete as not
+ * started, a tick handed out and not completed counts as run, and its collected
+ * completions are sent.
+ * Errors: SPOT_E_INVALID_HANDLE.
+ */
+spot_status spot_session_free(uint64_t session);
 
 /**
  * Registers timer `key` of authority (`owner_id`, `epoch`) and writes its handle to

@@ -77,7 +77,8 @@ pub use owner::gate::GateMode;
 pub use owner::OwnerId;
 pub use policy::OverrunPolicy;
 pub use runtime::{
-    BatchHandler, CancelTicket, Owner, OwnerOptions, Runtime, RuntimeConfig, Sink, TimerHandle,
+    BatchHandler, CancelTicket, DeliverySession, Owner, OwnerOptions, Runtime, RuntimeConfig, Sink,
+    TimerHandle,
 };
 pub use slot::MAX_TIMERS;
 pub use spec::{TimerId, TimerKey, TimerSpec, TimerStats};

@@ -24,6 +24,7 @@ mod node_handles;
 pub mod node_types;
 pub mod owner;
 pub mod runtime;
+pub mod session;
 pub mod status;
 pub mod timer;
 pub mod types;

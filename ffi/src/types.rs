@@ -65,7 +65,7 @@ pub const SPOT_FIRST_DUE_DEFAULT: u64 = u64::MAX;
 /// `records_taken_back`, `records_abandoned` and `scheduler_wakes_by_hosts`. 2.1 adds
 /// `spot_runtime_close`.
 #[allow(clippy::identity_op)] // spelled (major << 16) | minor, as hosts read it
-pub const SPOT_ABI_VERSION: u32 = (2 << 16) | 1;
+pub const SPOT_ABI_VERSION: u32 = (2 << 16) | 2;
 
 /// A timer generation: a value, copy it freely. Generations are unique in the process,
 /// so a handle of another runtime is rejected, never misused. An ended generation keeps

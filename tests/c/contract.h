@@ -5,4 +5,5 @@ void run_bad_input_tests(void);
 void run_result_table_tests(void);
 void run_lifecycle_tests(void);
 void run_metrics_tests(void);
+void run_session_tests(void);
 #endif

@@ -1,5 +1,5 @@
 /* The C test suite of libspot_timer: contract tests, bad-input tests, the shared result
- * table and the Spot lifecycle (L01-L16). */
+ * table, the Spot lifecycle (L01-L16) and delivery sessions. */
 #include "contract.h"
 #include "harness.h"
 
@@ -13,5 +13,6 @@ int main(void) {
     run_result_table_tests();
     run_lifecycle_tests();
     run_metrics_tests();
+    run_session_tests();
     return finish_tests();
 }

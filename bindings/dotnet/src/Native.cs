@@ -142,7 +142,7 @@ namespace SpotTimer.Interop
         /// <summary><c>spot_relocation_target::what</c>: an actor of the Entry Spot.</summary>
         public const uint TARGET_ENTRY_ACTOR = 1;
         /// <summary>The ABI version this binding is built against: (major &lt;&lt; 16) | minor.</summary>
-        public const uint ABI_VERSION = 0x00020001; // 2.1: spot_runtime_close, the Spot lifecycle
+        public const uint ABI_VERSION = 0x00020002; // 2.2: delivery sessions (2.1: spot_runtime_close, the Spot lifecycle)
     }
 
     /// <summary>A timer generation: a value, copy it freely. Generations are unique in the process, so a handle of another runtime is rejected, never misused. An ended generation keeps its result until its slot is reused by a later registration (slots rest in a queue first); after that its handle gives SPOT_E_STALE_TIMER.

@@ -677,7 +677,7 @@ namespace SpotTimer.Tests
         [Test]
         public void StatusNamesAndAbiVersion()
         {
-            Assert.AreEqual(0x00020001u, SpotTimer.Interop.Native.spot_abi_version()); // 2.1: spot_runtime_close
+            Assert.AreEqual(0x00020002u, SpotTimer.Interop.Native.spot_abi_version()); // 2.2: delivery sessions
             Assert.AreEqual("SPOT_E_TIMEOUT", SpotTimer.Interop.Native.StatusName(11));
             Assert.AreEqual("SPOT_E_UNKNOWN_STATUS", SpotTimer.Interop.Native.StatusName(999));
         }

@@ -75,6 +75,11 @@ impl<P: Send + Sync + 'static> Shared<P> {
         if let Ended::Done(r) = self.cancel_now(id)? {
             return r;
         }
+        if self.help_session(id) {
+            if let Some(r) = self.end_result(id) {
+                return r;
+            }
+        }
         if self.waiting_would_deadlock(id) {
             return Err(Error::WouldDeadlock);
         }

@@ -32,12 +32,14 @@
 
 mod deliver;
 mod end;
+mod exchange;
 mod handle;
 mod handover;
 mod owner_api;
 mod ready;
 mod register;
 mod scheduler;
+mod session;
 mod shards;
 mod shared;
 mod sink;
@@ -46,7 +48,7 @@ use std::os::fd::RawFd;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use parking_lot::Mutex;
 
@@ -58,11 +60,12 @@ use crate::owner::{OwnerId, OwnerTable};
 use crate::slot::word::{self, EndClaim};
 use crate::slot::SlotTable;
 use crate::spec::{TimerId, TimerKey, TimerSpec};
-use crate::stats::{Counters, Stats, C};
+use crate::stats::{Counters, Stats};
 use crate::tick::{Completion, Record, TickRecord};
 
 pub use handle::{CancelTicket, TimerHandle};
 pub use owner_api::{Owner, OwnerOptions};
+pub use session::DeliverySession;
 pub use sink::{BatchHandler, Sink};
 
 use end::Ended;
@@ -331,74 +334,16 @@ impl<P: Clone + Send + Sync + 'static> Runtime<P> {
         max: usize,
         timeout: Option<Duration>,
     ) -> Result<usize> {
-        if max == 0 {
-            return Err(Error::InvalidArgument(
-                "record buffer capacity must be at least 1".into(),
-            ));
-        }
-        let shared = &*self.shared;
-        if shared.callback_sink {
-            return Err(Error::InvalidArgument(
-                "this runtime delivers through a batch callback, not exchange".into(),
-            ));
-        }
-        self.check_open()?;
-        let invalid = with_work(shared.now(), |work| {
-            let invalid = shared.submit(completions, work);
-            shared.flush(work);
-            invalid
-        });
-        if let Some(token) = invalid {
-            return Err(Error::InvalidCompletion(token));
-        }
-        let deadline = timeout.map(|t| Instant::now() + t);
-        let mut n = 0;
-        let mut taken = Vec::new();
-        with_work(0, |work| {
-            let mut q = shared
-                .ready
-                .wait_nonempty(deadline, || shared.closed.load(Ordering::Acquire));
-            loop {
-                while n < max {
-                    let Some(notice) = q.notices.pop_front() else {
-                        break;
-                    };
-                    out.push(Record::CancelDone(notice));
-                    n += 1;
-                }
-                let want = max - n;
-                let take = want.min(q.ticks.len());
-                taken.extend(q.ticks.drain(..take));
-                shared.ready.after_take(&q);
-                if taken.is_empty() {
-                    break;
-                }
-                drop(q);
-                work.now = shared.now();
-                shared.observe(work.now);
-                for p in taken.drain(..) {
-                    if let Some(r) = shared.hand_over(p, work) {
-                        out.push(Record::Tick(r));
-                        n += 1;
-                    }
-                }
-                if n >= max {
-                    break;
-                }
-                q = shared.ready.lock();
-                if q.is_empty() {
-                    break;
-                }
-            }
-            shared.flush(work);
-        });
-        if n > 0 {
-            shared.counters.add(C::host_crossings, 1);
-            shared.counters.add(C::records_received, n as u64);
-        } else if shared.is_closed() {
-            return Err(Error::Closed);
-        }
-        Ok(n)
+        self.shared.exchange(completions, out, max, timeout)
+    }
+
+    /// A delivery session over this runtime for the calling thread: receives up to
+    /// `capacity` records per exchange, hands out one record at a time with its start
+    /// already checked, collects the completions, and lets a blocking cancel made on this
+    /// thread (from a handler, or between handlers) complete this thread's records instead
+    /// of waiting for them. Exchange delivery only.
+    pub fn session(&self, capacity: usize) -> Result<DeliverySession<P>> {
+        DeliverySession::new(self.shared.clone(), capacity)
     }
 
     /// Submits completions without receiving (batch-callback hosts completing later, or

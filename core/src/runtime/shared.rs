@@ -236,10 +236,16 @@ thread_local! {
 /// Runs `f` with this thread's work context (a fresh one when it is already in use, as
 /// when a release hook calls back into a runtime).
 pub(crate) fn with_work<R>(now: Nanos, f: impl FnOnce(&mut Work) -> R) -> R {
-    let mut work = WORK.with(|w| w.take()).unwrap_or_default();
+    // `try_with`: an operation may run while the thread is being torn down (a host's
+    // thread-local destructor ending its timers); it then works with a fresh context.
+    let mut work = WORK
+        .try_with(|w| w.take())
+        .ok()
+        .flatten()
+        .unwrap_or_default();
     work.now = now;
     let r = f(&mut work);
     debug_assert!(work.pending.is_empty() && work.arms.is_empty() && work.retry.is_empty());
-    WORK.with(|w| w.set(Some(work)));
+    let _ = WORK.try_with(|w| w.set(Some(work)));
     r
 }

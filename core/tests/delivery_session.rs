@@ -1,0 +1,220 @@
+//! The delivery session (`Runtime::session`): one thread's loop over the runtime's records,
+//! with the start check done before a record is handed out, completions collected and
+//! sent with the next exchange, and help for a blocking cancel made on the session's
+//! thread, which must never wait for a record only that thread would complete.
+
+use std::time::Duration;
+
+use spot_timer_core::*;
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+fn finished(s: &Stats) -> u64 {
+    s.completed_ok + s.completed_failed + s.completed_deferred + s.not_started + s.records_abandoned
+}
+
+/// A manual runtime with one concurrent owner and `n` timers every 10 ms (keys 0..n), all
+/// due at 10 ms.
+fn setup(n: u64) -> (Runtime<u32>, ManualClock, Vec<TimerId>) {
+    let (rt, clock) = Runtime::<u32>::manual().unwrap();
+    let owner = rt
+        .acquire_owner(
+            1,
+            OwnerOptions {
+                gate: GateMode::Concurrent,
+                ..OwnerOptions::default()
+            },
+        )
+        .unwrap();
+    let ids = (0..n)
+        .map(|k| {
+            owner
+                .register_id(k, TimerSpec::every(ms(10)), k as u32, None)
+                .unwrap()
+        })
+        .collect();
+    (rt, clock, ids)
+}
+
+fn tick(r: Record<u32>) -> TickRecord<u32> {
+    match r {
+        Record::Tick(t) => t,
+        Record::CancelDone(n) => panic!("expected a tick, got a notice {n:?}"),
+    }
+}
+
+#[test]
+fn hands_out_each_record_once_and_sends_completions_with_the_next_exchange() {
+    let (rt, clock, _ids) = setup(3);
+    let mut s = rt.session(16).unwrap();
+    assert!(
+        s.next(Some(Duration::ZERO)).unwrap().is_none(),
+        "nothing due yet"
+    );
+    clock.advance(ms(10));
+    rt.sync().unwrap();
+    let mut seen = Vec::new();
+    while let Some(r) = s.next(Some(Duration::ZERO)).unwrap() {
+        seen.push(*tick(r).payload());
+        s.done(Outcome::Ok).unwrap();
+    }
+    seen.sort_unstable();
+    assert_eq!(seen, vec![0, 1, 2]);
+    // The completions went back with the exchange that found nothing more.
+    let st = rt.stats();
+    assert_eq!(st.completed_ok, 3, "{st:?}");
+    assert_eq!(st.records_published, finished(&st));
+}
+
+#[test]
+fn next_before_done_and_done_without_a_tick_are_refused() {
+    let (rt, clock, _ids) = setup(2);
+    let mut s = rt.session(16).unwrap();
+    assert!(matches!(
+        s.done(Outcome::Ok),
+        Err(Error::InvalidArgument(_))
+    ));
+    clock.advance(ms(10));
+    rt.sync().unwrap();
+    assert!(s.next(Some(Duration::ZERO)).unwrap().is_some());
+    assert!(matches!(
+        s.next(Some(Duration::ZERO)),
+        Err(Error::InvalidArgument(_))
+    ));
+    s.done(Outcome::Ok).unwrap();
+    assert!(s.next(Some(Duration::ZERO)).unwrap().is_some());
+    s.done(Outcome::Ok).unwrap();
+}
+
+#[test]
+fn a_zero_capacity_session_is_refused() {
+    let (rt, _clock, _ids) = setup(0);
+    assert!(matches!(rt.session(0), Err(Error::InvalidArgument(_))));
+}
+
+#[test]
+fn a_record_that_went_stale_before_its_turn_is_completed_as_not_started() {
+    let (rt, clock, ids) = setup(2);
+    let mut s = rt.session(16).unwrap();
+    clock.advance(ms(10));
+    rt.sync().unwrap();
+    let first = tick(s.next(Some(Duration::ZERO)).unwrap().unwrap());
+    let other = ids
+        .iter()
+        .copied()
+        .find(|i| *i != first.timer_id())
+        .unwrap();
+    // Cancelled while its record waits in the session: it must not be handed out.
+    assert_eq!(
+        rt.cancel_timer_nowait(other).unwrap(),
+        None,
+        "its record is held"
+    );
+    s.done(Outcome::Ok).unwrap();
+    assert!(s.next(Some(Duration::ZERO)).unwrap().is_none());
+    assert_eq!(
+        rt.timer_result(other),
+        Some(Ok(EndReason::Cancelled)),
+        "ended once its record came back"
+    );
+    let st = rt.stats();
+    assert_eq!(st.not_started, 1, "{st:?}");
+    assert_eq!(st.records_published, finished(&st));
+}
+
+#[test]
+fn a_blocking_cancel_from_a_handler_of_a_record_later_in_the_batch_does_not_wait() {
+    let (rt, clock, ids) = setup(2);
+    let mut s = rt.session(16).unwrap();
+    clock.advance(ms(10));
+    rt.sync().unwrap();
+    let first = tick(s.next(Some(Duration::ZERO)).unwrap().unwrap());
+    let other = ids
+        .iter()
+        .copied()
+        .find(|i| *i != first.timer_id())
+        .unwrap();
+    // Inside the first handler. Without help this would wait (here: time out) for a
+    // record that only this thread would complete.
+    assert_eq!(
+        rt.cancel_timer(other, Some(Duration::from_secs(5))),
+        Ok(EndReason::Cancelled)
+    );
+    s.done(Outcome::Ok).unwrap();
+    assert!(
+        s.next(Some(Duration::ZERO)).unwrap().is_none(),
+        "the cancelled timer's record is not handed out"
+    );
+    let st = rt.stats();
+    assert_eq!((st.completed_ok, st.not_started), (1, 1), "{st:?}");
+    assert_eq!(st.records_published, finished(&st));
+}
+
+#[test]
+fn a_blocking_cancel_after_done_does_not_wait_for_the_unsent_completion() {
+    let (rt, clock, ids) = setup(1);
+    let mut s = rt.session(16).unwrap();
+    clock.advance(ms(10));
+    rt.sync().unwrap();
+    let t = tick(s.next(Some(Duration::ZERO)).unwrap().unwrap());
+    s.done(Outcome::Ok).unwrap();
+    // The completion is still with the session; the cancel sends it instead of waiting.
+    assert_eq!(
+        rt.cancel_timer(ids[0], Some(Duration::from_secs(5))),
+        Ok(EndReason::Cancelled)
+    );
+    assert_eq!(t.timer_id(), ids[0]);
+    assert_eq!(rt.stats().completed_ok, 1);
+}
+
+#[test]
+fn a_blocking_cancel_of_the_running_handler_itself_would_deadlock() {
+    let (rt, clock, ids) = setup(1);
+    let mut s = rt.session(16).unwrap();
+    clock.advance(ms(10));
+    rt.sync().unwrap();
+    let _t = tick(s.next(Some(Duration::ZERO)).unwrap().unwrap());
+    assert_eq!(rt.cancel_timer(ids[0], None), Err(Error::WouldDeadlock));
+    s.done(Outcome::Ok).unwrap();
+    // The cancel went on: the generation ends once the completion is sent.
+    assert!(s.next(Some(Duration::ZERO)).unwrap().is_none());
+    assert_eq!(rt.timer_result(ids[0]), Some(Ok(EndReason::Cancelled)));
+}
+
+#[test]
+fn dropping_a_session_completes_what_it_held() {
+    let (rt, clock, _ids) = setup(3);
+    let mut s = rt.session(16).unwrap();
+    clock.advance(ms(10));
+    rt.sync().unwrap();
+    let _running = s.next(Some(Duration::ZERO)).unwrap().unwrap();
+    drop(s); // one handed out (reported as run), two unread
+    let st = rt.stats();
+    assert_eq!((st.completed_ok, st.not_started), (1, 2), "{st:?}");
+    // The timers go on: the next tick is delivered to a new session.
+    let mut s = rt.session(16).unwrap();
+    clock.advance(ms(10));
+    rt.sync().unwrap();
+    let mut timers = std::collections::HashSet::new();
+    while let Some(r) = s.next(Some(Duration::ZERO)).unwrap() {
+        timers.insert(tick(r).timer_id());
+        s.done(Outcome::Ok).unwrap();
+    }
+    assert_eq!(timers.len(), 3, "every timer is delivered again");
+    drop(s);
+    let st = rt.stats();
+    assert_eq!(st.records_published, finished(&st), "{st:?}");
+}
+
+#[test]
+fn a_callback_runtime_has_no_session() {
+    let rt = Runtime::<u32>::new(RuntimeConfig {
+        clock: ClockKind::Manual(ManualClock::new()),
+        sink: Sink::Callback(Box::new(|_b: &[Record<u32>], _c: &mut Vec<Completion>| {})),
+        ..RuntimeConfig::default()
+    })
+    .unwrap();
+    assert!(matches!(rt.session(8), Err(Error::InvalidArgument(_))));
+}

@@ -1,0 +1,196 @@
+//! Delivery sessions across the boundary: `spot_session_*`, the core's delivery loop for
+//! one host thread (exchange, start check, collected completions, help for a blocking
+//! cancel made on that thread).
+//!
+//! A session belongs to the thread that created it, so the table of sessions is per
+//! thread: a handle used on another thread, freed or made up is not in the calling
+//! thread's table and is rejected with SPOT_E_INVALID_HANDLE. A thread that exits frees
+//! its sessions (their unread records complete as not started).
+
+use std::cell::RefCell;
+
+use spot_timer_core::DeliverySession;
+
+use crate::boundary::{boundary, Failure, FfiResult, Out};
+use crate::core_runtime::Payload;
+use crate::delivery::to_c;
+use crate::handles;
+use crate::status::*;
+use crate::types::*;
+
+struct Entry {
+    generation: u32,
+    session: Option<DeliverySession<Payload>>,
+}
+
+thread_local! {
+    static SESSIONS: RefCell<Vec<Entry>> = const { RefCell::new(Vec::new()) };
+}
+
+fn invalid(handle: u64) -> Failure {
+    Failure::new(
+        SPOT_E_INVALID_HANDLE,
+        format!(
+            "session handle {handle:#x} is not a live session of this thread (sessions belong \
+             to the thread that created them)"
+        ),
+    )
+}
+
+fn busy() -> Failure {
+    Failure::new(
+        SPOT_E_WOULD_DEADLOCK,
+        "a session call from code that a call on the same session is running (a release hook)",
+    )
+}
+
+/// Runs `f` on the calling thread's session `handle`.
+fn with_session<R>(
+    handle: u64,
+    f: impl FnOnce(&mut DeliverySession<Payload>) -> FfiResult<R>,
+) -> FfiResult<R> {
+    let index = (handle as u32)
+        .checked_sub(1)
+        .ok_or_else(|| invalid(handle))? as usize;
+    let generation = (handle >> 32) as u32;
+    SESSIONS.with(|t| {
+        let mut t = t.try_borrow_mut().map_err(|_| busy())?;
+        match t.get_mut(index) {
+            Some(Entry {
+                generation: g,
+                session: Some(s),
+            }) if *g == generation => f(s),
+            _ => Err(invalid(handle)),
+        }
+    })
+}
+
+/// Starts a delivery session on runtime `rt` for the calling thread, receiving up to
+/// `capacity` records per exchange.
+///
+/// The session hands out one record at a time (`spot_session_next`): a TICK record whose
+/// start is already checked and claimed — run its handler without calling
+/// `spot_record_begin`, then `spot_session_done` — or a CANCEL_DONE record. Completions
+/// are collected and sent with the exchange that fetches more records. A record that went
+/// stale before its turn is completed as not started and never handed out. A blocking
+/// `spot_timer_cancel` made on this thread first sends the session's collected
+/// completions and completes the cancelled timer's records that the session holds unread
+/// as not started, so it never waits for a record only this thread would complete (a
+/// cancel of the very timer whose handler is running still returns
+/// SPOT_E_WOULD_DEADLOCK).
+///
+/// Ownership: the session belongs to the calling thread; free it there with
+/// `spot_session_free` (a thread that exits frees its sessions). Exchange-delivery
+/// runtimes only.
+/// Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT, SPOT_E_INVALID_ARGUMENT (capacity
+/// 0), SPOT_E_WRONG_DELIVERY_MODE, SPOT_E_CLOSED.
+#[no_mangle]
+pub unsafe extern "C" fn spot_session_new(
+    rt: u64,
+    capacity: usize,
+    out_session: *mut u64,
+) -> spot_status {
+    boundary("spot_session_new", || {
+        let out = Out::new(out_session, "out_session")?;
+        let ffi = handles::get(rt)?;
+        if ffi.callback_mode {
+            return Err(Failure::new(
+                SPOT_E_WRONG_DELIVERY_MODE,
+                "this runtime delivers through its batch callback",
+            ));
+        }
+        if ffi.rt.is_closed() {
+            return Err(Failure::new(SPOT_E_CLOSED, "the runtime is closed"));
+        }
+        let session = ffi.rt.session(capacity)?;
+        let handle = SESSIONS.with(|t| {
+            let mut t = t.try_borrow_mut().map_err(|_| busy())?;
+            let index = match t.iter().position(|e| e.session.is_none()) {
+                Some(i) => i,
+                None if t.len() < u32::MAX as usize - 1 => {
+                    t.push(Entry {
+                        generation: 0,
+                        session: None,
+                    });
+                    t.len() - 1
+                }
+                None => {
+                    return Err(Failure::new(
+                        SPOT_E_CAPACITY_EXHAUSTED,
+                        "too many sessions on this thread",
+                    ))
+                }
+            };
+            let e = &mut t[index];
+            e.generation = e.generation.wrapping_add(1).max(1);
+            e.session = Some(session);
+            Ok((u64::from(e.generation) << 32) | (index as u64 + 1))
+        })?;
+        out.write(handle);
+        Ok(())
+    })
+}
+
+/// Writes the next record to `*out_record` and 1 to `*out_got`, or 0 to `*out_got` when
+/// none arrived within `timeout_ns` (-1: wait until one does or the runtime closes; 0:
+/// don't wait). A TICK record is started already: run its handler, then call
+/// `spot_session_done` before the next `spot_session_next`.
+/// Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT, SPOT_E_INVALID_ARGUMENT (the
+/// previous tick was not completed with `spot_session_done`, or a bad timeout),
+/// SPOT_E_CLOSED (the runtime closed and the session holds nothing more).
+#[no_mangle]
+pub unsafe extern "C" fn spot_session_next(
+    session: u64,
+    timeout_ns: i64,
+    out_record: *mut spot_record,
+    out_got: *mut u32,
+) -> spot_status {
+    boundary("spot_session_next", || {
+        let got = Out::new(out_got, "out_got")?;
+        let rec = Out::new(out_record, "out_record")?;
+        let timeout = timeout_from_i64(timeout_ns, "timeout_ns")?;
+        let next = with_session(session, |s| Ok(s.next(timeout)?))?;
+        match next {
+            Some(r) => {
+                rec.write(to_c(&r));
+                got.write(1);
+            }
+            None => got.write(0),
+        }
+        Ok(())
+    })
+}
+
+/// Completes the TICK record the last `spot_session_next` handed out, with `outcome`
+/// (SPOT_OUTCOME_*). The completion goes back with the session's next exchange (or
+/// earlier, when a blocking cancel on this thread needs it).
+/// Errors: SPOT_E_INVALID_HANDLE, SPOT_E_UNKNOWN_ENUM, SPOT_E_INVALID_ARGUMENT (no tick in
+/// progress).
+#[no_mangle]
+pub extern "C" fn spot_session_done(session: u64, outcome: u32) -> spot_status {
+    boundary("spot_session_done", || {
+        let outcome = outcome_from_u32(outcome)?;
+        with_session(session, |s| Ok(s.done(outcome)?))
+    })
+}
+
+/// Frees a session of the calling thread: the records it holds unread complete as not
+/// started, a tick handed out and not completed counts as run, and its collected
+/// completions are sent.
+/// Errors: SPOT_E_INVALID_HANDLE.
+#[no_mangle]
+pub extern "C" fn spot_session_free(session: u64) -> spot_status {
+    boundary("spot_session_free", || {
+        let taken = with_session(session, |_| Ok(())).and_then(|()| {
+            SESSIONS.with(|t| {
+                let mut t = t.try_borrow_mut().map_err(|_| busy())?;
+                let index = (session as u32 - 1) as usize;
+                Ok(t[index].session.take())
+            })
+        })?;
+        // Dropped outside the table's borrow: its completions may run release hooks that
+        // call back into sessions of this thread.
+        drop(taken);
+        Ok(())
+    })
+}
