@@ -104,7 +104,8 @@ fn end_result(r: EndResult, out_reason: Option<Out<u32>>) -> FfiResult {
 /// received it and has not completed it yet (a handler cancelling a timer whose record is
 /// later in the same batch): complete that record first (SPOT_OUTCOME_NOT_STARTED if it
 /// did not start), or cancel with a timeout of 0 or with spot_timer_cancel_async, or the
-/// wait lasts until the timeout.
+/// wait lasts until the timeout. A thread that delivers through a session
+/// (`spot_session_*`) needs none of this: its blocking cancels complete its own records.
 ///
 /// Returns SPOT_OK and writes the end reason (SPOT_END_*) to `*out_end_reason` (may be
 /// NULL), or SPOT_E_CLEANUP_FAILED (the release hook failed; every canceller sees it;
