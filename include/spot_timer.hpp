@@ -401,6 +401,36 @@ private:
     std::vector<spot_completion> done_;
 };
 
+// A delivery session of the calling thread (spot_session_*): one record at a time, its
+// start already checked; done() completes it. A blocking Timer::cancel on this thread never
+// waits for a record this session holds. Belongs to the thread that made it (not movable
+// to another thread: its handle is valid only there).
+class Session {
+public:
+    explicit Session(const Runtime &rt, size_t capacity = 256) {
+        check(spot_session_new(rt.handle(), capacity, &h_));
+    }
+    Session(const Session &) = delete;
+    Session &operator=(const Session &) = delete;
+    ~Session() {
+        if (h_) spot_session_free(h_);
+    }
+    // The next record (a started TICK or a CANCEL_DONE), or nullopt when none arrived within
+    // `timeout` (nullopt = wait until one does or the runtime closes).
+    std::optional<spot_record> next(std::optional<nanoseconds> timeout) {
+        spot_record r{};
+        uint32_t got = 0;
+        check(spot_session_next(h_, timeout_ns(timeout), &r, &got));
+        if (!got) return std::nullopt;
+        return r;
+    }
+    // Completes the TICK the last next() handed out.
+    void done(Outcome outcome) { check(spot_session_done(h_, static_cast<uint32_t>(outcome))); }
+
+private:
+    uint64_t h_ = 0;
+};
+
 // ---- The Spot lifecycle (docs/lifecycle.md, L1-L7) ------------------------------------
 
 // The numbers cross the C ABI; 0 and every unknown number are refused (SPOT_E_UNKNOWN_ENUM).

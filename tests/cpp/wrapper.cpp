@@ -66,6 +66,24 @@ int main() {
     } // the destructor starts the cancel
     rt.advance(0ms);
     EXPECT(rt.stats().live_timers == 0);
+    {
+        // A session: two ticks due together; inside the first handler a blocking cancel of
+        // the other timer (its record unread in the session) does not wait for it.
+        auto o2 = rt.acquire(2, std::nullopt, spot::Gate::Concurrent);
+        spot::Timer a = o2.register_timer(1, spot::TimerSpec::every(10ms));
+        spot::Timer b = o2.register_timer(2, spot::TimerSpec::every(10ms));
+        spot::Session session(rt, 16);
+        EXPECT(!session.next(0ns).has_value());
+        rt.advance(10ms);
+        auto first = session.next(0ns);
+        EXPECT(first.has_value() && first->kind == SPOT_RECORD_TICK);
+        spot::Timer &later = first && first->timer.slot == a.c().slot ? b : a;
+        EXPECT(later.cancel(5s) == spot::EndReason::Cancelled);
+        session.done(spot::Outcome::Ok);
+        EXPECT(!session.next(0ns).has_value());
+        expect_error("done without a tick", SPOT_E_INVALID_ARGUMENT, "no tick in progress",
+                     [&] { session.done(spot::Outcome::Ok); });
+    }
     if (failures) {
         std::fprintf(stderr, "C++ wrapper tests: %d failed\n", failures);
         return 1;
