@@ -90,7 +90,7 @@ pub struct NativeDispatcher {
 
 #[pymethods]
 impl NativeDispatcher {
-    #[pyo3(signature = (timeout_ns=None, max_records=8192, flush=false, window_ns=0))]
+    #[pyo3(signature = (timeout_ns=None, max_records=8192, flush=false, window_ns=0, budget_ns=0))]
     fn pump<'py>(
         &self,
         py: Python<'py>,
@@ -98,13 +98,33 @@ impl NativeDispatcher {
         max_records: usize,
         flush: bool,
         window_ns: u64,
+        budget_ns: u64,
     ) -> PyResult<PumpResult<'py>> {
-        pump(py, &self.inner, timeout_ns, max_records, flush, window_ns)
+        let limits = Limits {
+            max_records,
+            window_ns,
+            budget_ns,
+        };
+        pump(py, &self.inner, timeout_ns, limits, flush)
     }
 
     fn is_closed(&self) -> bool {
         self.inner.rt.is_closed()
     }
+}
+
+/// How much one exchange takes.
+#[derive(Clone, Copy)]
+pub struct Limits {
+    /// Records per exchange at most (`Runtime(max_batch=)`).
+    pub max_records: usize,
+    /// After the first records, wait this long for more to join the batch (0: don't).
+    pub window_ns: u64,
+    /// Take only the records expected to run within this time, from the measured time per
+    /// record (0: up to `max_records`). In overload the rest stay in the runtime, where a
+    /// late timer is handed its newest due tick when its turn comes, instead of aging in
+    /// the backlog behind a long batch.
+    pub budget_ns: u64,
 }
 
 /// One exchange and the batch it returned. Returns `None` once the runtime is closed,
@@ -115,10 +135,15 @@ pub fn pump<'py>(
     py: Python<'py>,
     inner: &Inner,
     timeout_ns: Option<u64>,
-    max_records: usize,
+    limits: Limits,
     flush: bool,
-    window_ns: u64,
 ) -> PyResult<PumpResult<'py>> {
+    let Limits {
+        window_ns,
+        budget_ns,
+        ..
+    } = limits;
+    let max_records = inner.batch_limit(limits.max_records, budget_ns);
     inner.purge(py);
     let mode = inner.mode.load(Ordering::Relaxed);
     let allow_coroutines = mode == MODE_ASYNCIO;
@@ -193,6 +218,7 @@ pub fn pump<'py>(
     });
     let mut extras: Option<Bound<'py, PyList>> = None;
     let mut processed = 0usize;
+    let started = Instant::now();
     loop {
         let rec = inner.state.with(py, |st| st.backlog.pop_front());
         let Some(rec) = rec else { break };
@@ -280,6 +306,9 @@ pub fn pump<'py>(
                     .append(item)?;
             }
         }
+    }
+    if budget_ns != 0 {
+        inner.observe_batch(processed, started.elapsed());
     }
     let pending = if flush {
         let c = inner

@@ -27,6 +27,10 @@ pub const MODE_ASYNCIO: u8 = 2;
 /// Keys that are not plain non-negative ints below 2^63 get ids from the upper half.
 pub const AUTO_KEY_BASE: u64 = 1 << 63;
 
+/// The cost per record assumed before any batch was timed: cautious, so that a first batch
+/// of slow handlers stays near the budget; a batch or two of measurements replace it.
+const ASSUMED_RECORD_NS: u64 = 1_000;
+
 #[derive(Default)]
 pub struct DispatchState {
     /// Completions waiting for the next exchange.
@@ -63,6 +67,9 @@ pub struct Inner {
     /// A weak reference to the Python `Runtime` (timers reach it through this, so they
     /// hold no reference the garbage collector would have to trace).
     pub host: Mutex<Option<Py<PyAny>>>,
+    /// Recent wall time per record of a batch, in ns (0: none timed yet); shared by the
+    /// runtime's delivering threads. An estimate: concurrent updates may overwrite each other.
+    pub record_ns: AtomicU64,
 }
 
 impl Inner {
@@ -137,6 +144,39 @@ impl Inner {
 
     pub fn is_closed(&self) -> bool {
         self.rt.is_closed()
+    }
+
+    /// How many records to take so that the batch runs in about `budget_ns` (at least one,
+    /// at most `max_records`). A record left in the runtime keeps its place and gets the
+    /// newest due tick when it is handed over (T5); one taken into a long batch only ages.
+    pub fn batch_limit(&self, max_records: usize, budget_ns: u64) -> usize {
+        if budget_ns == 0 {
+            return max_records;
+        }
+        let per = match self.record_ns.load(Ordering::Relaxed) {
+            0 => ASSUMED_RECORD_NS,
+            n => n,
+        };
+        usize::try_from(budget_ns / per)
+            .unwrap_or(usize::MAX)
+            .clamp(1, max_records)
+    }
+
+    /// Folds the wall time of a batch of `records` into the per-record estimate (a moving
+    /// average, so one slow handler moves it but does not set it).
+    pub fn observe_batch(&self, records: usize, elapsed: Duration) {
+        if records == 0 {
+            return;
+        }
+        let sample = (elapsed.as_nanos() / records as u128).clamp(1, u64::MAX as u128) as u64;
+        let old = self.record_ns.load(Ordering::Relaxed);
+        let new = if old == 0 {
+            sample
+        } else {
+            // old + (sample - old) / 4, without signed arithmetic
+            (old - old / 4).saturating_add(sample / 4).max(1)
+        };
+        self.record_ns.store(new, Ordering::Relaxed);
     }
 
     /// The Python `Runtime`, while it exists.

@@ -122,6 +122,7 @@ impl NativeRuntime {
                 next_key: AtomicU64::new(AUTO_KEY_BASE),
                 mode: AtomicU8::new(MODE_MANUAL),
                 host: Mutex::new(None),
+                record_ns: AtomicU64::new(0),
             }),
         })
     }
@@ -206,7 +207,7 @@ impl NativeRuntime {
     }
 
     /// One exchange and the batch it returned (see [`pump`]).
-    #[pyo3(signature = (timeout_ns=None, max_records=8192, flush=false, window_ns=0))]
+    #[pyo3(signature = (timeout_ns=None, max_records=8192, flush=false, window_ns=0, budget_ns=0))]
     fn pump<'py>(
         &self,
         py: Python<'py>,
@@ -214,8 +215,14 @@ impl NativeRuntime {
         max_records: usize,
         flush: bool,
         window_ns: u64,
+        budget_ns: u64,
     ) -> PyResult<PumpResult<'py>> {
-        pump(py, &self.inner, timeout_ns, max_records, flush, window_ns)
+        let limits = crate::dispatch::Limits {
+            max_records,
+            window_ns,
+            budget_ns,
+        };
+        pump(py, &self.inner, timeout_ns, limits, flush)
     }
 
     /// A handle for the dispatcher thread: pumps this runtime without holding a Python

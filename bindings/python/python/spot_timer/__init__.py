@@ -142,6 +142,8 @@ ExceptionHandler = Callable[[BaseException, Optional["Tick"]], None]
 
 _U64_MAX = (1 << 64) - 1
 _MAX_RECORDS_PER_BATCH = 8192
+# Time one batch of handlers may take, by default (see Runtime(batch_budget=)).
+_BATCH_BUDGET = 0.001
 
 
 class OverrunPolicy(enum.IntEnum):
@@ -312,6 +314,7 @@ class Runtime:
         max_batch: int = _MAX_RECORDS_PER_BATCH,
         batch_window: Duration = 0,
         workers: int = 1,
+        batch_budget: Optional[Duration] = _BATCH_BUDGET,
     ) -> None:
         if clock is not None and not isinstance(clock, ManualClock):
             raise ArgumentTypeError(
@@ -336,6 +339,12 @@ class Runtime:
         window_ns = _nanos(batch_window, "batch_window")
         if window_ns > 100_000_000:
             raise InvalidDurationError("batch_window must be at most 0.1 s")
+        budget_ns = _opt_nanos(batch_budget, "batch_budget")
+        if budget_ns is not None and not 0 < budget_ns <= 1_000_000_000:
+            raise InvalidDurationError(
+                "batch_budget must be more than 0 and at most 1 s (None: take up to max_batch)"
+            )
+        self._budget_ns = budget_ns or 0
         self._clock = clock
         self._mode = dispatch
         self._max_batch = max_batch
@@ -366,7 +375,13 @@ class Runtime:
             for i in range(workers):
                 t = threading.Thread(
                     target=_dispatcher_main,
-                    args=(self._native.dispatcher(), weakref.ref(self), max_batch, window_ns),
+                    args=(
+                        self._native.dispatcher(),
+                        weakref.ref(self),
+                        max_batch,
+                        window_ns,
+                        self._budget_ns,
+                    ),
                     name="spot-timer-dispatch" if workers == 1 else f"spot-timer-dispatch-{i}",
                     daemon=True,
                 )
@@ -514,7 +529,7 @@ class Runtime:
         timeout_ns: Optional[int] = _opt_nanos(timeout, "timeout")
         total = 0
         while True:
-            r = self._native.pump(timeout_ns, self._max_batch, False)
+            r = self._native.pump(timeout_ns, self._max_batch, False, 0, self._budget_ns)
             if r is None:
                 break
             n, extras, pending = r
@@ -529,7 +544,7 @@ class Runtime:
                 # for the scheduler; wait for it so what they changed is visible (and
                 # deliver anything they made due).
                 self._native.sync()
-                r = self._native.pump(0, self._max_batch, False)
+                r = self._native.pump(0, self._max_batch, False, 0, self._budget_ns)
                 if r is None:
                     break
                 n, extras, pending = r
@@ -544,7 +559,7 @@ class Runtime:
         self._pump_scheduled = False
         if self._closed:
             return
-        r = self._native.pump(0, self._max_batch, True)
+        r = self._native.pump(0, self._max_batch, True, 0, self._budget_ns)
         if r is None:
             self._detach_loop()
             return
@@ -781,14 +796,18 @@ async def _cancel_async(timer: Any) -> EndReason:
 
 
 def _dispatcher_main(
-    native: Any, rt_ref: "weakref.ReferenceType[Runtime]", max_batch: int, window_ns: int
+    native: Any,
+    rt_ref: "weakref.ReferenceType[Runtime]",
+    max_batch: int,
+    window_ns: int,
+    budget_ns: int,
 ) -> None:
     """The dispatcher thread: one Python thread state for the runtime's life, one GIL entry
     per batch (the native pump waits detached and runs the whole batch when attached).
     ``native`` is a handle without Python references, so the runtime stays collectable."""
     while True:
         try:
-            r = native.pump(None, max_batch, False, window_ns)
+            r = native.pump(None, max_batch, False, window_ns, budget_ns)
         except KeyboardInterrupt:
             # A handler raised it (its tick completed as failed). Only the main thread gets
             # KeyboardInterrupt in Python, so it goes there as a Ctrl-C would: SIGINT to the

@@ -56,7 +56,12 @@ _PumpResult = Optional[Tuple[int, Optional[List[Any]], int]]
 @final
 class Dispatcher:
     def pump(
-        self, timeout_ns: Optional[int] = None, max_records: int = 8192, flush: bool = False, window_ns: int = 0
+        self,
+        timeout_ns: Optional[int] = None,
+        max_records: int = 8192,
+        flush: bool = False,
+        window_ns: int = 0,
+        budget_ns: int = 0,
     ) -> _PumpResult: ...
     def is_closed(self) -> bool: ...
 
@@ -71,7 +76,12 @@ class Runtime:
     ) -> Owner: ...
     def next_key(self) -> int: ...
     def pump(
-        self, timeout_ns: Optional[int] = None, max_records: int = 8192, flush: bool = False, window_ns: int = 0
+        self,
+        timeout_ns: Optional[int] = None,
+        max_records: int = 8192,
+        flush: bool = False,
+        window_ns: int = 0,
+        budget_ns: int = 0,
     ) -> _PumpResult: ...
     def dispatcher(self) -> Dispatcher: ...
     def complete_async(self, token: int, generation: int, ok: bool) -> None: ...
