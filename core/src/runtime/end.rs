@@ -64,6 +64,36 @@ impl<P> Shared<P> {
         }
     }
 
+    /// Ends idle generation `id` when its end runs nothing ([`Shared::end_is_quiet`]): one
+    /// compare-and-swap, the counts (in counter order, see `crate::stats`), the owner's
+    /// key table and the slot's return, without a work context. None when the generation
+    /// is not idle or its end has work to run: the caller takes [`Shared::end`].
+    pub(crate) fn end_quiet_idle(&self, id: TimerId, reason: EndReason) -> Option<EndResult> {
+        let slot = self.slots.get(id.slot)?;
+        if !self.end_is_quiet(slot) {
+            return None;
+        }
+        let (ended, from) = word::end_idle(&slot.word, id.generation, reason as u8)?;
+        let last = slot.last.load(Relaxed);
+        let due =
+            slot.schedule()
+                .ticks_due(self.observed_now(), last, slot.delivered.load(Relaxed));
+        self.counters.add(C::ticks_due, due);
+        let undelivered = match reason {
+            EndReason::LeaseExpired | EndReason::Revoked => C::ticks_dropped_authority,
+            _ => C::ticks_discarded,
+        };
+        self.counters.add(undelivered, due - last);
+        if slot.flags() & HAS_WAITERS != 0 {
+            self.unpark_waiters(slot);
+        }
+        // Not after a callback: no successor to release, nothing pushed.
+        self.forget_key(id.slot, from, false, &mut Vec::new());
+        self.counters.add(C::ended, 1);
+        self.slots.release(self.my_shard(), id.slot);
+        Some(self.result_of(id.slot, ended))
+    }
+
     /// Finishes an end this thread holds (the slot word is `ending`): releases the gate a
     /// taken-back record held, accounts for every tick the generation had, runs the release
     /// hook, drops the payload, publishes the result, wakes whoever waits, updates the
@@ -172,7 +202,7 @@ impl<P> Shared<P> {
         if slot.flags() & (HAS_COLD | HAS_WAITERS) != 0 {
             self.notify_end(index, word::generation(ended), ended, work);
         }
-        self.forget_key(index, from, after_callback, work);
+        self.forget_key(index, from, after_callback, &mut work.retry);
         work.tally.add(C::ended, 1);
         if !word::payload_live(ended) {
             self.slots.release(self.my_shard(), index);
@@ -221,22 +251,27 @@ impl<P> Shared<P> {
             }
         }
         if slot.flags() & HAS_WAITERS != 0 {
-            // SAFETY (of the key): the slot's address identifies it for as long as the
-            // runtime lives; waiters park on the same address.
-            unsafe {
-                parking_lot_core::unpark_all(
-                    slot as *const _ as usize,
-                    parking_lot_core::DEFAULT_UNPARK_TOKEN,
-                )
-            };
+            self.unpark_waiters(slot);
         }
+    }
+
+    /// Wakes the threads parked for the end of `slot`'s generation.
+    fn unpark_waiters(&self, slot: &crate::slot::Slot) {
+        // SAFETY (of the key): the slot's address identifies it for as long as the runtime
+        // lives; waiters park on the same address.
+        unsafe {
+            parking_lot_core::unpark_all(
+                slot as *const _ as usize,
+                parking_lot_core::DEFAULT_UNPARK_TOKEN,
+            )
+        };
     }
 
     /// Takes an ended generation out of its owner's key table. When the key already names
     /// a newer generation that waits for this one's callback (T3), that one may run now.
     /// When this generation itself was waiting behind a running one, the key names that
     /// one again, so a later registration still waits for it.
-    fn forget_key(&self, index: u32, from: u64, after_callback: bool, work: &mut Work) {
+    fn forget_key(&self, index: u32, from: u64, after_callback: bool, retry: &mut Vec<u32>) {
         let slot = self.slots.slot(index);
         let owner_index = slot.owner_index();
         let owner = self.owners.entry(owner_index);
@@ -263,7 +298,7 @@ impl<P> Shared<P> {
                     let next = self.slots.slot(s);
                     if succession::release_successor(index, &next.word, next.inflight.load(Relaxed))
                     {
-                        work.retry.push(s);
+                        retry.push(s);
                     }
                 }
             }

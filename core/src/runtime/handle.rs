@@ -61,6 +61,9 @@ impl<P: Send + Sync + 'static> Shared<P> {
                 None => Ok(Ended::Later),
             };
         }
+        if let Some(r) = self.end_quiet_idle(id, EndReason::Cancelled) {
+            return Ok(Ended::Done(r));
+        }
         with_work(self.observed_now(), |work| {
             let r = self.end(id, EndReason::Cancelled, work);
             self.flush(work);
