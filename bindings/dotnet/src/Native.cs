@@ -619,6 +619,26 @@ namespace SpotTimer.Interop
                                                spot_record* out_records, UIntPtr capacity, long timeout_ns,
                                                UIntPtr* out_count);
 
+        // Delivery sessions (ABI 2.2): one thread's loop, one record per call. Declared for
+        // completeness; the managed dispatcher keeps its batch loop (one crossing per batch)
+        // and its own help for a blocking cancel on the delivering thread.
+
+        /// <summary>Starts a delivery session on <c>rt</c> for the calling thread (records handed out one at a time, start already checked; a blocking cancel on this thread never waits for a record the session holds). The session belongs to the calling thread. Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT, SPOT_E_INVALID_ARGUMENT, SPOT_E_WRONG_DELIVERY_MODE, SPOT_E_CLOSED.</summary>
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern int spot_session_new(ulong rt, UIntPtr capacity, ulong* out_session);
+
+        /// <summary>The next record of the session (1 in <c>*out_got</c>), or none within <c>timeout_ns</c> (0). A TICK record is started already: run it, then <c>spot_session_done</c>.</summary>
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern int spot_session_next(ulong session, long timeout_ns, spot_record* out_record, uint* out_got);
+
+        /// <summary>Completes the TICK the last <c>spot_session_next</c> handed out.</summary>
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern int spot_session_done(ulong session, uint outcome);
+
+        /// <summary>Frees a session of the calling thread (unread records complete as not started).</summary>
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern int spot_session_free(ulong session);
+
         /// <summary>Submits completions without receiving records (a batch-callback host completing later, or an exchange host completing from worker threads). Checked like <c>spot_exchange</c>: each completion stands alone; the first failure is returned after the valid ones were applied. <c>completions</c> may be NULL when <c>n</c> is 0.
         /// <para>Thread-safe; may be called from inside the batch callback. Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT, SPOT_E_UNKNOWN_ENUM, SPOT_E_INVALID_COMPLETION, SPOT_E_CLOSED.</para></summary>
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
