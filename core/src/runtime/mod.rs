@@ -30,6 +30,7 @@
 //!   completing the last record of an ending timer, the scheduler (lease expiry), or the
 //!   thread that closes the runtime.
 
+mod compact;
 mod deliver;
 mod end;
 mod exchange;

@@ -132,6 +132,7 @@ impl<P> Shared<P> {
                         self.counters.add(C::scheduler_wakes_by_hosts, 1);
                     }
                 }
+                self.compact_if_grown(shard);
             }
             self.counters.add(C::registered, 1);
             return Ok(TimerId {

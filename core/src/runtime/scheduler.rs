@@ -9,16 +9,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::queue::{Entry, OWNER_TARGET};
+use crate::runtime::shards::COMPACT_SLACK;
 use crate::runtime::shared::{Shared, Work, AWAKE, NEVER, SCHEDULER_OF};
 use crate::runtime::sink::BatchHandler;
-use crate::slot::word;
 use crate::stats::C;
 use crate::tick::{Completion, Record};
 
 /// Rounds of inline completions a batch callback may trigger per turn.
 const CALLBACK_ROUNDS: usize = 4;
-/// The queue is compacted when it holds this many more entries than twice the live timers.
-const COMPACT_SLACK: usize = 4096;
 
 pub(crate) struct Scheduler<P: Send + Sync + 'static> {
     shared: Arc<Shared<P>>,
@@ -93,38 +91,15 @@ impl<P: Clone + Send + Sync + 'static> Scheduler<P> {
 
     /// Drops stale entries (cancelled and re-armed timers) once they clearly outnumber the
     /// live timers, so register/cancel churn cannot grow the queue without bound (T8).
+    /// (Arming threads also compact their own shard as it grows: `Shared::compact_shard`.)
     fn maybe_compact(&mut self) {
         let shared = &*self.shared;
-        let len = shared.shards.total_len();
-        let live = shared
-            .counters
-            .total(C::registered)
-            .saturating_sub(shared.counters.total(C::ended)) as usize
-            + shared.owners.known();
-        if len <= 2 * live + COMPACT_SLACK {
+        if shared.shards.total_len() <= 2 * shared.live_estimate() + COMPACT_SLACK {
             return;
         }
-        let slots = &shared.slots;
-        let owners = &shared.owners;
-        let dropped = shared.shards.retain(
-            |e| {
-                if e.target & OWNER_TARGET == 0 {
-                    if let Some(s) = slots.get(e.target) {
-                        crate::prefetch::for_read(s);
-                    }
-                }
-            },
-            |e| {
-                if e.target & OWNER_TARGET != 0 {
-                    owners
-                        .get(e.target & !OWNER_TARGET)
-                        .is_some_and(|o| o.lease_fence.load(Acquire) == e.tag)
-                } else {
-                    let w = slots.slot(e.target).word.load(Acquire);
-                    w as u32 == e.tag && word::phase(w) == word::IDLE
-                }
-            },
-        );
+        let dropped = (0..shared.shards.len())
+            .map(|i| shared.retain_live(i))
+            .sum::<usize>();
         self.work
             .tally
             .add(C::stale_entries_dropped, dropped as u64);

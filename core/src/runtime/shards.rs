@@ -2,6 +2,11 @@
 //! lock, so registrations from many threads do not serialise on one queue (contract T7); the
 //! scheduler polls every shard. Each shard publishes the earliest time it needs the
 //! scheduler (`min_wake`) so the scheduler can sleep without taking the locks.
+//!
+//! Cancelled and re-armed timers leave stale entries behind (deletion is lazy). A shard
+//! that holds more than twice the entries it held when last compacted or looked at (and
+//! at least `COMPACT_SLACK`) is `over_threshold`: its arming thread then decides whether
+//! to compact it (`crate::runtime::compact`).
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
@@ -15,7 +20,13 @@ pub(crate) struct Shard {
     queue: Mutex<DeadlineQueue>,
     min_wake: AtomicU64,
     len: AtomicUsize,
+    /// Compact once `len` exceeds this: twice what the last compaction kept, at least
+    /// `COMPACT_SLACK`.
+    compact_at: AtomicUsize,
 }
+
+/// Entries a shard may hold before its first compaction (and at least between two).
+pub(crate) const COMPACT_SLACK: usize = 4096;
 
 pub(crate) struct Shards {
     list: Box<[CachePadded<Shard>]>,
@@ -30,6 +41,7 @@ impl Shards {
                         queue: Mutex::new(DeadlineQueue::new(shift, now)),
                         min_wake: AtomicU64::new(u64::MAX),
                         len: AtomicUsize::new(0),
+                        compact_at: AtomicUsize::new(COMPACT_SLACK),
                     })
                 })
                 .collect(),
@@ -107,16 +119,36 @@ impl Shards {
             .sum()
     }
 
-    /// Drops the entries `keep` rejects from every shard; returns how many.
-    pub fn retain(&self, prefetch: impl Fn(&Entry), mut keep: impl FnMut(&Entry) -> bool) -> usize {
-        let mut dropped = 0;
-        for s in self.list.iter() {
-            let mut q = s.queue.lock();
-            dropped += q.retain(&prefetch, &mut keep);
-            s.len.store(q.len(), Ordering::Relaxed);
-            s.min_wake
-                .store(q.next_wake().unwrap_or(u64::MAX), Ordering::SeqCst);
-        }
+    /// Does shard `i` hold enough entries to be compacted?
+    pub fn over_threshold(&self, i: usize) -> bool {
+        let s = &self.list[i];
+        s.len.load(Ordering::Relaxed) > s.compact_at.load(Ordering::Relaxed)
+    }
+
+    /// Shard `i` has grown without garbage to drop: look again once it doubles.
+    pub fn defer_compaction(&self, i: usize) {
+        let s = &self.list[i];
+        let len = s.len.load(Ordering::Relaxed);
+        s.compact_at
+            .store((2 * len).max(COMPACT_SLACK), Ordering::Relaxed);
+    }
+
+    /// Drops the entries `keep` rejects from shard `i`; returns how many.
+    pub fn retain_shard(
+        &self,
+        i: usize,
+        prefetch: impl Fn(&Entry),
+        keep: impl FnMut(&Entry) -> bool,
+    ) -> usize {
+        let s = &self.list[i];
+        let mut q = s.queue.lock();
+        let dropped = q.retain(prefetch, keep);
+        let len = q.len();
+        s.len.store(len, Ordering::Relaxed);
+        s.compact_at
+            .store((2 * len).max(COMPACT_SLACK), Ordering::Relaxed);
+        s.min_wake
+            .store(q.next_wake().unwrap_or(u64::MAX), Ordering::SeqCst);
         dropped
     }
 }

@@ -181,9 +181,11 @@ impl<P> Shared<P> {
             self.try_deliver(slot, work);
         }
         if !work.arms.is_empty() {
-            if let Some(wake_at) = self.shards.arm(self.my_shard(), &mut work.arms) {
+            let shard = self.my_shard();
+            if let Some(wake_at) = self.shards.arm(shard, &mut work.arms) {
                 self.wake_if_before(wake_at, &mut work.tally);
             }
+            self.compact_if_grown(shard);
         }
         if !work.pending.is_empty() || !work.notices.is_empty() {
             if !work.pending.is_empty() {
