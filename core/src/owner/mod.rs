@@ -8,13 +8,15 @@
 //! grows for an index.
 
 pub(crate) mod gate;
+mod keys;
+
+pub(crate) use keys::KeyIndex;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::AtomicU32 as StdAtomicU32;
 use std::sync::atomic::AtomicU64 as StdAtomicU64;
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed};
 
-use hashbrown::HashTable;
 use parking_lot::RwLock;
 
 use crate::chunked::ChunkedArray;
@@ -38,7 +40,7 @@ const INDEX_BITS: u32 = 24;
 #[derive(Default)]
 pub(crate) struct OwnerInner {
     /// The slot of each key's current generation (hashed by key; the key is in the slot).
-    pub keys: HashTable<u32>,
+    pub keys: KeyIndex,
     /// Slots waiting for the gate (or parked after a deferral), oldest first.
     pub waiters: VecDeque<u32>,
     /// The host released the owner: it is forgotten once its timers have ended.

@@ -205,7 +205,7 @@ impl<P> Shared<P> {
         reason: EndReason,
     ) -> Vec<(u32, u64, u64)> {
         let mut claims = Vec::new();
-        for &s in inner.keys.iter() {
+        for s in inner.keys.slots() {
             let w = self.slots.slot(s).word.load(Acquire);
             if !word::is_live(w) {
                 continue;

@@ -279,21 +279,16 @@ impl<P> Shared<P> {
         let hash = hash_u64(key);
         let forget_owner = {
             let mut inner = owner.inner.lock();
-            if let Ok(entry) = inner.keys.find_entry(hash, |&s| s == index) {
-                let inflight = slot.inflight.load(Relaxed);
-                match succession::key_after_end(from, inflight, |p| {
-                    p != index && self.still_ending(p, owner_index, key)
-                }) {
-                    Some(p) => *entry.into_mut() = p,
-                    None => {
-                        entry.remove();
-                    }
-                }
-            } else if after_callback {
+            let inflight = slot.inflight.load(Relaxed);
+            let to = succession::key_after_end(from, inflight, |p| {
+                p != index && self.still_ending(p, owner_index, key)
+            });
+            // The key named this generation: it now names `to` (or nothing). Otherwise a
+            // newer generation has the key, which may wait for this one's callback.
+            if !inner.keys.replace_slot(hash, index, to) && after_callback {
                 let successor = inner
                     .keys
-                    .find(hash, |&s| self.slots.slot(s).key.load(Relaxed) == key)
-                    .copied();
+                    .find(hash, |s| self.slots.slot(s).key.load(Relaxed) == key);
                 if let Some(s) = successor {
                     let next = self.slots.slot(s);
                     if succession::release_successor(index, &next.word, next.inflight.load(Relaxed))

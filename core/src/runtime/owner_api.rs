@@ -141,7 +141,6 @@ impl<P> Shared<P> {
         entry.deadline.store(EXPIRED, Release);
         inner.released = false;
         inner.keys.clear();
-        inner.keys.shrink_to(0, |_| 0);
         inner.waiters.clear();
         inner.waiters.shrink_to_fit();
         drop(inner);

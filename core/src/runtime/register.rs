@@ -7,8 +7,6 @@ use std::sync::atomic::Ordering::{Relaxed, Release, SeqCst};
 use crate::cold::{ColdTable, ReleaseHook};
 use crate::end::EndReason;
 use crate::error::{Error, Result};
-use hashbrown::hash_table::Entry as KeyEntry;
-
 use crate::hash::hash_u64;
 use crate::queue::Entry;
 use crate::runtime::shared::{next_generation, with_work, Shared};
@@ -84,27 +82,22 @@ impl<P> Shared<P> {
             // The slot whose callback the new generation must wait for, if any (T3).
             let mut wait_for = None;
             // One probe finds the key's slot or the place for it.
-            match inner.keys.entry(
+            let old = inner.keys.upsert(
                 hash,
-                |&s| self.slots.slot(s).key.load(Relaxed) == key,
+                index,
+                |s| self.slots.slot(s).key.load(Relaxed) == key,
                 |&s| hash_u64(self.slots.slot(s).key.load(Relaxed)),
-            ) {
-                KeyEntry::Occupied(mut e) => {
-                    let old = *e.get();
-                    let old_slot = self.slots.slot(old);
-                    let s = succession::supersede(
-                        old,
-                        &old_slot.word,
-                        old_slot.inflight.load(Relaxed),
-                        |p| self.still_ending(p, owner_index, key),
-                    );
-                    superseded = s.claimed.map(|(ending, from)| (old, ending, from));
-                    wait_for = s.wait_for;
-                    *e.get_mut() = index;
-                }
-                KeyEntry::Vacant(e) => {
-                    e.insert(index);
-                }
+            );
+            if let Some(old) = old {
+                let old_slot = self.slots.slot(old);
+                let s = succession::supersede(
+                    old,
+                    &old_slot.word,
+                    old_slot.inflight.load(Relaxed),
+                    |p| self.still_ending(p, owner_index, key),
+                );
+                superseded = s.claimed.map(|(ending, from)| (old, ending, from));
+                wait_for = s.wait_for;
             }
             if let Some(p) = wait_for {
                 slot.inflight.store(succession::waits_for(p), Relaxed);
