@@ -6,7 +6,7 @@
 //! Cancelled and re-armed timers leave stale entries behind (deletion is lazy). A shard
 //! that holds more than twice the entries it held when last compacted or looked at (and
 //! at least `COMPACT_SLACK`) is `over_threshold`: its arming thread then decides whether
-//! to compact it (`crate::runtime::compact`).
+//! to compact it (the runtime's compaction rule decides).
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
