@@ -5,8 +5,8 @@
 //!
 //! Cancelled and re-armed timers leave stale entries behind (deletion is lazy). A shard
 //! that holds more than twice the entries it held when last compacted or looked at (and
-//! at least `COMPACT_SLACK`) is `over_threshold`: its arming thread then decides whether
-//! to compact it (the runtime's compaction rule decides).
+//! at least `COMPACT_SLACK`) is `over_threshold`; the runtime's compaction rule then
+//! decides whether to compact it.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
