@@ -21,7 +21,7 @@
 //!
 //! Modules: [`config`] (endpoints, prefix, lease TTL), `keys` (key layout and values),
 //! `lease` (the owner lease and its keep-alive), `liveness` (other nodes' missed
-//! keep-alives), `view` (routes, nodes, waiters),
+//! keep-alives), `request` (one request: retries, the counter), `view` (routes, nodes, waiters),
 //! `watch` (the watch task), `store` (the Location Store methods).
 #![warn(missing_docs)]
 
@@ -29,6 +29,7 @@ pub mod config;
 mod keys;
 mod lease;
 mod liveness;
+mod request;
 mod stop;
 mod store;
 mod view;

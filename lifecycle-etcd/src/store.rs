@@ -22,12 +22,14 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::stop::Stop;
-use etcd_client::{Client, Compare, CompareOp, ConnectOptions, PutOptions, Txn, TxnOp};
+use etcd_client::{
+    Client, Compare, CompareOp, ConnectOptions, GetResponse, PutOptions, Txn, TxnOp, TxnOpResponse,
+    TxnResponse,
+};
 use parking_lot::Mutex;
 use spot_lifecycle::store::{Reservation, StoreView};
 use spot_lifecycle::{
@@ -40,6 +42,7 @@ use crate::config::EtcdConfig;
 use crate::keys::{Keys, LocationValue, NodeValue};
 use crate::lease::{self, LeaseState};
 use crate::liveness;
+use crate::request::{Answer, Requests};
 use crate::view::View;
 use crate::watch;
 
@@ -53,7 +56,7 @@ pub struct EtcdLocationStore {
     view: Arc<View>,
     /// The nodes registered through this store, and whether their count must be written.
     own: Arc<Mutex<HashMap<NodeId, (NodeValue, bool)>>>,
-    requests: AtomicU64,
+    requests: Requests,
     stop: Arc<Stop>,
     lease_stop: Arc<Stop>,
 }
@@ -143,7 +146,9 @@ impl EtcdLocationStore {
             config.active_flush,
             stop.clone(),
         ));
+        let requests = Requests::new(config.request_timeout, &config.endpoints);
         Ok(Self {
+            requests,
             rt,
             client,
             keys,
@@ -151,7 +156,6 @@ impl EtcdLocationStore {
             lease,
             view,
             own,
-            requests: AtomicU64::new(0),
             stop,
             lease_stop,
         })
@@ -160,12 +164,19 @@ impl EtcdLocationStore {
     /// etcd requests made by the Location Store methods so far (keep-alives, the watch
     /// and the background count writes are not counted: they are on no request path).
     pub fn requests(&self) -> u64 {
-        self.requests.load(Relaxed)
+        self.requests.count()
+    }
+
+    /// The configuration it was started with.
+    pub fn config(&self) -> &EtcdConfig {
+        &self.config
     }
 
     /// Keep-alive round trips of this node's lease so far.
     pub fn keep_alives(&self) -> u64 {
-        self.lease.keep_alives.load(Relaxed)
+        self.lease
+            .keep_alives
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// This node's etcd lease id.
@@ -191,27 +202,28 @@ impl EtcdLocationStore {
         self.lease_stop.fire();
     }
 
-    /// Runs one request on the store's runtime, bounded by `request_timeout`.
-    fn call<T>(
-        &self,
-        fut: impl Future<Output = std::result::Result<T, etcd_client::Error>>,
-    ) -> std::result::Result<T, String> {
-        self.requests.fetch_add(1, Relaxed);
-        let limit = self.config.request_timeout;
-        match self
-            .rt
-            .block_on(async { tokio::time::timeout(limit, fut).await })
-        {
-            Ok(Ok(v)) => Ok(v),
-            Ok(Err(e)) => Err(format!(
-                "etcd at {} cannot be reached: {e}",
-                self.config.endpoints.join(",")
-            )),
-            Err(_) => Err(format!(
-                "etcd at {} gave no answer within {limit:?}",
-                self.config.endpoints.join(",")
-            )),
-        }
+    /// Runs one request (see `request`).
+    fn call<T, F, Fut>(&self, op: F) -> std::result::Result<Answer<T>, String>
+    where
+        F: FnMut(Client) -> Fut,
+        Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
+    {
+        self.requests.run(&self.rt, &self.client, op)
+    }
+
+    fn get(&self, spot: SpotId) -> std::result::Result<Answer<GetResponse>, String> {
+        let key = self.keys.location(spot);
+        self.call(move |mut c| {
+            let key = key.clone();
+            async move { c.get(key, None).await }
+        })
+    }
+
+    fn txn(&self, txn: Txn) -> std::result::Result<Answer<TxnResponse>, String> {
+        self.call(move |mut c| {
+            let txn = txn.clone();
+            async move { c.txn(txn).await }
+        })
     }
 
     fn require_lease(&self) -> Result<()> {
@@ -241,15 +253,17 @@ impl EtcdLocationStore {
         }
     }
 
-    /// A fenced transaction on `spot`'s location (create revision = `epoch`, and mod
-    /// revision = `epoch` too when `creating`), running `then` when it holds.
+    /// A transaction on `spot`'s location fenced by `epoch` (its create revision, and
+    /// its mod revision too when `creating`), running `then` when the fence holds and
+    /// reading the key when it does not. Returns whether it held, the revision, the key's
+    /// record when read, and whether the request was retried.
     fn fenced(
         &self,
         spot: SpotId,
         epoch: u64,
         creating: bool,
         then: TxnOp,
-    ) -> std::result::Result<(bool, u64), String> {
+    ) -> std::result::Result<Fenced, String> {
         let key = self.keys.location(spot);
         let mut when = vec![Compare::create_revision(
             key.clone(),
@@ -257,18 +271,52 @@ impl EtcdLocationStore {
             epoch as i64,
         )];
         if creating {
-            when.push(Compare::mod_revision(key, CompareOp::Equal, epoch as i64));
+            when.push(Compare::mod_revision(
+                key.clone(),
+                CompareOp::Equal,
+                epoch as i64,
+            ));
         }
-        let txn = Txn::new().when(when).and_then(vec![then]);
-        let mut client = self.client.clone();
-        let resp = self.call(async move { client.txn(txn).await })?;
-        let revision = resp.header().map_or(0, |h| h.revision()) as u64;
-        Ok((resp.succeeded(), revision))
+        let txn = Txn::new()
+            .when(when)
+            .and_then(vec![then])
+            .or_else(vec![TxnOp::get(key, None)]);
+        let answer = self.txn(txn)?;
+        let resp = answer.value;
+        let current = first_kv(&resp).map(|kv| {
+            (
+                kv.create_revision() as u64,
+                LocationValue::decode(kv.value()),
+            )
+        });
+        Ok(Fenced {
+            held: resp.succeeded(),
+            revision: resp.header().map_or(0, |h| h.revision()) as u64,
+            current,
+            retried: answer.retried,
+        })
     }
+}
+
+/// The outcome of a fenced transaction.
+struct Fenced {
+    held: bool,
+    revision: u64,
+    /// When the fence did not hold: the key's create revision and value, if it exists.
+    current: Option<(u64, Option<LocationValue>)>,
+    retried: bool,
 }
 
 fn store_error(message: String) -> LifecycleError {
     LifecycleError::Store(message.into())
+}
+
+/// The key a transaction's `or_else` read, if it exists.
+fn first_kv(resp: &TxnResponse) -> Option<etcd_client::KeyValue> {
+    match resp.op_responses().into_iter().next() {
+        Some(TxnOpResponse::Get(get)) => get.kvs().first().cloned(),
+        _ => None,
+    }
 }
 
 fn unavailable(spot: SpotId, evidence: String) -> LifecycleError {
@@ -286,18 +334,22 @@ impl LocationStore for EtcdLocationStore {
             active: 0,
         };
         let key = self.keys.node(node);
+        let key_again = key.clone();
         let txn = Txn::new()
             .when(vec![Compare::version(key.clone(), CompareOp::Equal, 0)])
             .and_then(vec![TxnOp::put(
                 key,
                 value.encode(),
                 Some(PutOptions::new().with_lease(self.lease.id)),
-            )]);
-        let mut client = self.client.clone();
-        let resp = self
-            .call(async move { client.txn(txn).await })
-            .map_err(store_error)?;
-        if !resp.succeeded() {
+            )])
+            .or_else(vec![TxnOp::get(key_again, None)]);
+        let answer = self.txn(txn).map_err(store_error)?;
+        // A retried put may have been applied by the attempt whose answer was lost: the
+        // key under this node's own lease is that put.
+        let ours = answer.value.succeeded()
+            || (answer.retried
+                && first_kv(&answer.value).is_some_and(|kv| kv.lease() == self.lease.id));
+        if !ours {
             return Err(store_error(format!(
                 "node id {} is already live in this store (another process holds it)",
                 node.0
@@ -316,8 +368,10 @@ impl LocationStore for EtcdLocationStore {
         }
         self.view.known.lock().nodes.remove(&node);
         let key = self.keys.node(node);
-        let mut client = self.client.clone();
-        let _ = self.call(async move { client.delete(key, None).await });
+        let _ = self.call(move |mut c| {
+            let key = key.clone();
+            async move { c.delete(key, None).await }
+        });
     }
 
     fn set_active(&self, node: NodeId, active: u64) {
@@ -384,11 +438,10 @@ impl LocationStore for EtcdLocationStore {
                 revision,
             });
         }
-        let key = self.keys.location(spot);
-        let mut client = self.client.clone();
         let resp = self
-            .call(async move { client.get(key, None).await })
-            .map_err(|e| unavailable(spot, format!("the location store cannot be used ({e})")))?;
+            .get(spot)
+            .map_err(|e| unavailable(spot, format!("the location store cannot be used ({e})")))?
+            .value;
         let read_at = resp.header().map_or(0, |h| h.revision()) as u64;
         let Some(kv) = resp.kvs().first() else {
             return Ok(StoreView {
@@ -429,6 +482,7 @@ impl LocationStore for EtcdLocationStore {
         self.require_own(node)?;
         self.require_lease()?;
         let key = self.keys.location(spot);
+        let key_again = key.clone();
         let value = LocationValue {
             state: LocationState::Creating,
             kind,
@@ -440,15 +494,29 @@ impl LocationStore for EtcdLocationStore {
                 key,
                 value.encode(),
                 Some(PutOptions::new().with_lease(self.lease.id)),
-            )]);
-        let mut client = self.client.clone();
-        let resp = self
-            .call(async move { client.txn(txn).await })
+            )])
+            .or_else(vec![TxnOp::get(key_again, None)]);
+        let answer = self
+            .txn(txn)
             .map_err(|e| unavailable(spot, format!("the location store cannot be used ({e})")))?;
-        if !resp.succeeded() {
-            return Ok(None);
-        }
-        let epoch = resp.header().map_or(0, |h| h.revision()) as u64;
+        let resp = answer.value;
+        let epoch = if resp.succeeded() {
+            resp.header().map_or(0, |h| h.revision()) as u64
+        } else {
+            // After a retry, a reservation of this node under its own lease that is still
+            // Creating is this attempt's own put, whose answer was lost (a node runs one
+            // creation attempt per id at a time).
+            match first_kv(&resp) {
+                Some(kv)
+                    if answer.retried
+                        && kv.lease() == self.lease.id
+                        && LocationValue::decode(kv.value()) == Some(value) =>
+                {
+                    kv.create_revision() as u64
+                }
+                _ => return Ok(None),
+            }
+        };
         Ok(Some(Reservation {
             spot,
             kind,
@@ -469,10 +537,16 @@ impl LocationStore for EtcdLocationStore {
             value.encode(),
             Some(PutOptions::new().with_lease(self.lease.id)),
         );
-        let (held, revision) = self
+        let f = self
             .fenced(r.spot, r.authority.epoch, true, put)
             .map_err(store_error)?;
-        if !held {
+        // A retried commit may have been applied already: the record is then this
+        // authority's Ready.
+        let applied = f
+            .current
+            .is_some_and(|(epoch, v)| epoch == r.authority.epoch && v == Some(value));
+        let revision = f.revision;
+        if !f.held && !(f.retried && applied) {
             return Err(store_error(format!(
                 "spot {}: the reservation was fenced off (its record changed or its lease ended)",
                 r.spot
@@ -497,10 +571,11 @@ impl LocationStore for EtcdLocationStore {
     fn release(&self, spot: SpotId, authority: Authority) -> Result<()> {
         self.view.forget(spot);
         let del = TxnOp::delete(self.keys.location(spot), None);
-        let (held, _) = self
+        let f = self
             .fenced(spot, authority.epoch, false, del)
             .map_err(store_error)?;
-        if !held {
+        // A retried delete may have been applied already: the key is then gone.
+        if !f.held && !(f.retried && f.current.is_none()) {
             return Err(store_error(format!(
                 "spot {spot}: the released authority is not the current one"
             )));
@@ -512,10 +587,9 @@ impl LocationStore for EtcdLocationStore {
         let until = Instant::now() + timeout;
         self.view.begin_wait(spot, seen);
         // A change may have been applied before this waiter was registered: look once.
-        let key = self.keys.location(spot);
-        let mut client = self.client.clone();
-        let unchanged = match self.call(async move { client.get(key, None).await }) {
-            Ok(resp) => resp
+        let unchanged = match self.get(spot) {
+            Ok(answer) => answer
+                .value
                 .kvs()
                 .first()
                 .is_some_and(|kv| kv.mod_revision() as u64 == seen),

@@ -465,3 +465,89 @@ fn an_unreachable_store_or_a_bad_configuration_is_a_readable_error() {
         assert!(matches!(e, LifecycleError::InvalidArgument(_)), "{e}");
     }
 }
+
+#[test]
+#[ignore = "needs etcd: make test-cluster"]
+fn the_cluster_keeps_creating_and_delivering_when_one_etcd_member_of_three_dies() {
+    let endpoints: Vec<String> = std::env::var("SPOT_ETCD_CLUSTER")
+        .expect("SPOT_ETCD_CLUSTER is not set: run these tests with `make test-cluster`")
+        .split(',')
+        .map(String::from)
+        .collect();
+    let pids: Vec<String> = std::env::var("SPOT_ETCD_MEMBER_PIDS")
+        .expect("SPOT_ETCD_MEMBER_PIDS is not set")
+        .split(',')
+        .map(String::from)
+        .collect();
+    assert_eq!(endpoints.len(), 3);
+    let p = prefix("member");
+    let connect = || {
+        let mut c = EtcdConfig::with_endpoints(endpoints.clone());
+        c.prefix = p.clone();
+        Arc::new(EtcdLocationStore::connect(c).expect("the 3-member etcd is reachable"))
+    };
+    let factory_runs = Arc::new(AtomicU64::new(0));
+    let counted = factory_runs.clone();
+    let node = Node::start(
+        NodeConfig {
+            node: NodeId(1),
+            entry: SpotId(u64::MAX - 1),
+            factory: Some(Arc::new(move |_, _| {
+                counted.fetch_add(1, Relaxed);
+                Ok(())
+            })),
+            ..NodeConfig::default()
+        },
+        connect() as Arc<dyn LocationStore>,
+        None,
+    )
+    .unwrap();
+    let other = connect();
+    let base = factory_runs.load(Relaxed);
+    for i in 0..100 {
+        node.send_or_create(SpotId(i), vec![0u8]).unwrap();
+    }
+    // One member dies (the first, which may be the leader).
+    let killed = Command::new("kill")
+        .args(["-9", &pids[0]])
+        .status()
+        .unwrap()
+        .success();
+    assert!(killed, "could not kill etcd member {}", pids[0]);
+    let started = Instant::now();
+    for i in 100..200 {
+        // A request in flight while the cluster elects a leader may fail (Unavailable,
+        // never a creation); the next one goes through.
+        wait_for(
+            "a creation after the member failure",
+            Duration::from_secs(30),
+            || match node.send_or_create(SpotId(i), vec![0u8]) {
+                Ok(_) => true,
+                Err(LifecycleError::Unavailable { .. }) | Err(LifecycleError::Store(_)) => false,
+                Err(e) => panic!("unexpected: {e}"),
+            },
+        );
+    }
+    eprintln!(
+        "member failure: 100 creations on the 2 remaining members in {:.2?}",
+        started.elapsed()
+    );
+    for i in 0..200 {
+        node.send(SpotId(i), vec![1u8]).unwrap();
+    }
+    assert_eq!(
+        factory_runs.load(Relaxed) - base,
+        200,
+        "each id created once"
+    );
+    // Another process's store still sees the records, and the watch still invalidates.
+    let v = other.read(SpotId(150)).unwrap();
+    assert_eq!(v.record.unwrap().authority.node, NodeId(1));
+    assert_eq!(node.stats().messages_admitted, 400);
+    node.shutdown();
+    wait_for(
+        "releases seen through the watch",
+        Duration::from_secs(10),
+        || other.read(SpotId(150)).unwrap().record.is_none(),
+    );
+}
