@@ -23,3 +23,14 @@ test-cluster: protoc etcd-installed
 	$(CARGO) build --release -p spot-lifecycle-etcd --tests --bins
 	timeout --kill-after=10 300 tests/cluster/with-etcd.sh \
 	  $(CARGO) test --release -p spot-lifecycle-etcd -- --include-ignored --nocapture --test-threads 1
+
+# Cluster benchmark rows (activations/s, etcd requests per activation, send→handler
+# latency; etcd store against the embedded one): JSON lines to bench/results/cluster.jsonl.
+# Not part of `make test`.
+BENCH_TARGETS += bench-cluster
+.PHONY: bench-cluster
+bench-cluster: protoc etcd-installed
+	@mkdir -p bench/results
+	$(CARGO) build --release -p spot-lifecycle-etcd --example etcd_bench
+	set -o pipefail; tests/cluster/with-etcd.sh \
+	  $(CARGO) run --release -q -p spot-lifecycle-etcd --example etcd_bench | tee bench/results/cluster.jsonl

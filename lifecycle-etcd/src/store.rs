@@ -546,7 +546,8 @@ impl LocationStore for EtcdLocationStore {
             .current
             .is_some_and(|(epoch, v)| epoch == r.authority.epoch && v == Some(value));
         let revision = f.revision;
-        if !f.held && !(f.retried && applied) {
+        let done = f.held || (f.retried && applied);
+        if !done {
             return Err(store_error(format!(
                 "spot {}: the reservation was fenced off (its record changed or its lease ended)",
                 r.spot
@@ -575,12 +576,17 @@ impl LocationStore for EtcdLocationStore {
             .fenced(spot, authority.epoch, false, del)
             .map_err(store_error)?;
         // A retried delete may have been applied already: the key is then gone.
-        if !f.held && !(f.retried && f.current.is_none()) {
+        let done = f.held || (f.retried && f.current.is_none());
+        if !done {
             return Err(store_error(format!(
                 "spot {spot}: the released authority is not the current one"
             )));
         }
         Ok(())
+    }
+
+    fn authority_runs(&self, node: NodeId) -> bool {
+        self.lease.valid() && self.own.lock().contains_key(&node)
     }
 
     fn wait_change(&self, spot: SpotId, seen: u64, timeout: Duration) {

@@ -416,6 +416,49 @@ fn a_node_stopped_past_its_lease_cannot_commit_after_resume() {
 
 #[test]
 #[ignore = "needs etcd: make test-cluster"]
+fn a_node_stopped_past_its_lease_starts_nothing_of_its_old_authority_after_resume() {
+    let p = prefix("sigstop-node");
+    let ep = endpoint();
+    let mut child = Reap(node_process(&["ticks", &ep, &p, "1", "5"], 2));
+    let mut lines = BufReader::new(child.0.stdout.take().unwrap()).lines();
+    assert_eq!(read_line(&mut lines), "ready");
+    std::thread::sleep(Duration::from_millis(300));
+    signal(&child.0, "-STOP");
+    let s = store(&p, 10);
+    wait_for(
+        "the stopped node's lease to end",
+        Duration::from_secs(10),
+        || s.read(SpotId(5)).unwrap().record.is_none(),
+    );
+    let resumed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    signal(&child.0, "-CONT");
+    writeln!(child.0.stdin.as_mut().unwrap(), "go").unwrap();
+    let fact = |lines: &mut _, key: &str| -> String {
+        let line = read_line(lines);
+        line.strip_prefix(&format!("{key} "))
+            .unwrap_or_else(|| panic!("expected {key}, got {line:?}"))
+            .to_string()
+    };
+    assert_eq!(
+        fact(&mut lines, "send"),
+        "stale_lease",
+        "a message to it is a StaleRoute"
+    );
+    let starts: u64 = fact(&mut lines, "starts").parse().unwrap();
+    let last: u128 = fact(&mut lines, "last_start").parse().unwrap();
+    assert!(starts > 0, "its timer ran while its lease ran");
+    assert!(
+        last < resumed,
+        "a tick of the old authority started {} ms after the resume",
+        (last - resumed) / 1_000_000
+    );
+}
+
+#[test]
+#[ignore = "needs etcd: make test-cluster"]
 fn a_lost_lease_ends_the_authority() {
     let p = prefix("lease");
     let a = store(&p, 2);

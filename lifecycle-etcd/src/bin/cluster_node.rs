@@ -8,6 +8,10 @@
 //!   then waits for `GO_FILE.end` before shutting its node down.
 //! - `hold FIRST COUNT`: creates Instance Spots FIRST..FIRST+COUNT here, prints `ready`,
 //!   then waits (to be killed or stopped by the test).
+//! - `ticks SPOT`: creates SPOT here with a 20 ms timer and runs a delivery loop that
+//!   records when each piece of work starts; prints `ready`, reads a line from stdin (the
+//!   test stops the process past its lease meanwhile), waits 300 ms, then prints
+//!   `send stale_lease|<error>|ok`, `starts N` and `last_start UNIX_NANOS`.
 //! - `fence SPOT`: reserves SPOT, prints `reserved`, reads a line from stdin (the test
 //!   stops the process past its lease meanwhile), then prints `lease_valid BOOL` and
 //!   `commit ok|refused`.
@@ -113,6 +117,58 @@ fn run() -> Result<(), String> {
                 std::thread::sleep(Duration::from_secs(1));
             }
         }
+        "ticks" => {
+            let spot = SpotId(arg(&args, 5, "SPOT")?);
+            let n = start_node(node, store.clone(), None)?;
+            let handle = n
+                .send_or_create(spot, vec![0u8])
+                .map_err(|e| e.to_string())?;
+            n.every(&handle, 1, Duration::from_millis(20), 0)
+                .map_err(|e| e.to_string())?;
+            let starts = Arc::new(Mutex::new(Vec::<u128>::new()));
+            let (driver, seen) = (n.clone(), starts.clone());
+            std::thread::spawn(move || {
+                let mut done = Vec::new();
+                let mut batch = Vec::new();
+                loop {
+                    batch.clear();
+                    if driver
+                        .exchange(&done, &mut batch, 64, Some(Duration::from_millis(5)))
+                        .is_err()
+                    {
+                        return;
+                    }
+                    done.clear();
+                    for rec in batch.drain(..) {
+                        if driver.begin(&rec) {
+                            seen.lock().unwrap().push(unix_nanos());
+                            done.push(rec.complete(spot_lifecycle::Outcome::Ok));
+                        } else {
+                            done.push(rec.complete(spot_lifecycle::Outcome::NotStarted));
+                        }
+                    }
+                }
+            });
+            say("ready".into());
+            let mut line = String::new();
+            let _ = std::io::stdin().lock().read_line(&mut line);
+            std::thread::sleep(Duration::from_millis(300));
+            let sent = match n.send(spot, vec![2u8]) {
+                Err(LifecycleError::StaleRoute {
+                    reason: spot_lifecycle::StaleReason::LeaseExpired,
+                    ..
+                }) => "stale_lease".to_string(),
+                Err(e) => e.to_string().replace(' ', "_"),
+                Ok(()) => "ok".into(),
+            };
+            say(format!("send {sent}"));
+            let starts = starts.lock().unwrap();
+            say(format!("starts {}", starts.len()));
+            say(format!(
+                "last_start {}",
+                starts.iter().max().copied().unwrap_or(0)
+            ));
+        }
         "fence" => {
             let spot = SpotId(arg(&args, 5, "SPOT")?);
             store.register_node(node, 10).map_err(|e| e.to_string())?;
@@ -133,7 +189,7 @@ fn run() -> Result<(), String> {
                 }
             ));
         }
-        other => return Err(format!("unknown mode {other:?} (race, hold, fence)")),
+        other => return Err(format!("unknown mode {other:?} (race, hold, ticks, fence)")),
     }
     Ok(())
 }
@@ -155,4 +211,10 @@ fn start_node(
         ..NodeConfig::default()
     };
     Node::start(config, store, None).map_err(|e| e.to_string())
+}
+
+fn unix_nanos() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos())
 }

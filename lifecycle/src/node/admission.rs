@@ -203,6 +203,13 @@ impl Node {
     /// timer runtime per item, so the item runs under the Spot's gate and lease check and
     /// in the same batches as its ticks.
     pub(crate) fn admit(&self, s: &LocalSpot, lane: LaneKind, payload: Box<[u8]>) -> Result<()> {
+        if !self.store.authority_runs(self.id) {
+            self.counters.stale_routes.fetch_add(1, Relaxed);
+            return Err(LifecycleError::StaleRoute {
+                spot: s.id,
+                reason: StaleReason::LeaseExpired,
+            });
+        }
         if let Err(e) = s.owner.check() {
             self.counters.stale_routes.fetch_add(1, Relaxed);
             let reason = match e {
