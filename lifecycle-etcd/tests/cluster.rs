@@ -256,17 +256,39 @@ fn steady_state_reads_make_no_etcd_request_and_the_watch_invalidates() {
         Duration::from_secs(5),
         || b.read(id).unwrap().record.is_none(),
     );
-    // And a node's send path to a Spot it owns makes none either.
+    // A node's activation costs three requests (one read, the reservation txn, the Ready
+    // txn); its send path to a Spot it owns makes none.
+    let ns = store(&p, 10);
     let node = Node::start(
         NodeConfig {
             node: NodeId(3),
             entry: SpotId(u64::MAX - 3),
             ..NodeConfig::default()
         },
-        store(&p, 10) as Arc<dyn LocationStore>,
+        ns.clone() as Arc<dyn LocationStore>,
         None,
     )
     .unwrap();
+    let before = ns.requests();
+    for i in 100..150 {
+        node.send_or_create(SpotId(i), vec![0u8]).unwrap();
+    }
+    assert_eq!(
+        ns.requests() - before,
+        3 * 50,
+        "3 etcd requests per activation"
+    );
+    let before = ns.requests();
+    for i in 0..5_000 {
+        node.send(SpotId(100 + i % 50), vec![1u8]).unwrap();
+        node.send_or_create(SpotId(100 + i % 50), vec![1u8])
+            .unwrap();
+    }
+    assert_eq!(
+        ns.requests() - before,
+        0,
+        "the steady-state send path makes no request"
+    );
     node.send_or_create(SpotId(2), vec![0u8]).unwrap();
     let c = store(&p, 10);
     let before = c.requests();

@@ -51,7 +51,7 @@ impl Node {
     /// Creates User Spot `id` (or returns it if it exists already).
     pub fn create_user_spot(&self, id: SpotId) -> Result<Spot<User>> {
         self.check_open()?;
-        let (_, generation) = self.create(id, SpotKind::User, &mut None)?;
+        let (_, generation) = self.create(id, SpotKind::User, &mut None, None)?;
         Ok(Spot::new(id, generation))
     }
 
@@ -126,7 +126,7 @@ impl Node {
                     Some(kind) => {
                         // The creating call's message is the Spot's first.
                         let mut first = Some((lane, payload));
-                        let (node, generation) = self.create(spot, kind, &mut first)?;
+                        let (node, generation) = self.create(spot, kind, &mut first, Some(view))?;
                         let Some((lane, payload)) = first else {
                             return Ok((node, generation));
                         };
