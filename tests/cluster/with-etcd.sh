@@ -61,5 +61,5 @@ for ep in "$SPOT_ETCD_ENDPOINT" ${SPOT_ETCD_CLUSTER//,/ }; do
     exit 1
   fi
 done
-echo "with-etcd: etcd $(etcd --version | head -1 | awk '{print $3}') at $SPOT_ETCD_ENDPOINT; 3 members at $SPOT_ETCD_CLUSTER"
+echo >&2 "with-etcd: etcd $(etcd --version | head -1 | awk '{print $3}') at $SPOT_ETCD_ENDPOINT; 3 members at $SPOT_ETCD_CLUSTER"
 "$@"
