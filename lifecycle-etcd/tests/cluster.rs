@@ -719,3 +719,84 @@ fn while_etcd_is_unreachable_nothing_is_created_and_the_authority_ends_with_the_
     assert!(e.to_string().contains("cannot be reached"), "{e}");
     drop(node);
 }
+
+#[test]
+#[ignore = "needs etcd: make test-cluster"]
+fn a_drained_node_hands_its_spots_over_through_etcd() {
+    let p = prefix("drain");
+    let watcher = store(&p, 10);
+    let held_at_close = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let (seen, w) = (held_at_close.clone(), watcher.clone());
+    let a = Node::start(
+        NodeConfig {
+            node: NodeId(1),
+            entry: SpotId(u64::MAX - 1),
+            on_close: Some(Arc::new(move |id, _, _| {
+                // Read straight from etcd (another process's view) during the callback.
+                seen.lock().push((id, w.read(id).unwrap().record.is_some()));
+            })),
+            ..NodeConfig::default()
+        },
+        store(&p, 10) as Arc<dyn LocationStore>,
+        None,
+    )
+    .unwrap();
+    a.add_entry_actor(77);
+    a.create_user_spot(SpotId(20)).unwrap();
+    a.send_or_create(SpotId(30), vec![0u8]).unwrap();
+    let mut targets = a.drain();
+    targets.sort_by_key(|t| format!("{t:?}"));
+    assert_eq!(
+        targets,
+        vec![
+            spot_lifecycle::RelocationTarget::EntryActor(77),
+            spot_lifecycle::RelocationTarget::Spot(SpotId(20), SpotKind::User),
+            spot_lifecycle::RelocationTarget::Spot(SpotId(30), SpotKind::Instance),
+        ]
+    );
+    let held = held_at_close.lock().clone();
+    for id in [SpotId(20), SpotId(30)] {
+        assert!(
+            held.contains(&(id, true)),
+            "{id} still located at its callback: {held:?}"
+        );
+        wait_for("the release to reach etcd", Duration::from_secs(5), || {
+            watcher.read(id).unwrap().record.is_none()
+        });
+    }
+    let runs = Arc::new(AtomicU64::new(0));
+    let counted = runs.clone();
+    let b = Node::start(
+        NodeConfig {
+            node: NodeId(2),
+            entry: SpotId(u64::MAX - 2),
+            factory: Some(Arc::new(move |_, _| {
+                counted.fetch_add(1, Relaxed);
+                Ok(())
+            })),
+            ..NodeConfig::default()
+        },
+        store(&p, 10) as Arc<dyn LocationStore>,
+        None,
+    )
+    .unwrap();
+    let before = runs.load(Relaxed);
+    b.create_user_spot(SpotId(20)).unwrap();
+    b.send_or_create(SpotId(30), vec![1u8]).unwrap();
+    assert_eq!(
+        runs.load(Relaxed) - before,
+        2,
+        "re-created on the next explicit intent"
+    );
+    assert_eq!(
+        watcher
+            .read(SpotId(30))
+            .unwrap()
+            .record
+            .unwrap()
+            .authority
+            .node,
+        NodeId(2)
+    );
+    b.shutdown();
+}
