@@ -22,7 +22,8 @@
 //! Modules: [`config`] (endpoints, prefix, lease TTL), `keys` (key layout and values),
 //! `lease` (the owner lease and its keep-alive), `liveness` (other nodes' missed
 //! keep-alives), `request` (one request: retries, the counter), `view` (routes, nodes, waiters),
-//! `watch` (the watch task), `store` (the Location Store methods).
+//! `watch` (the watch task), `stop` (the tasks' stop signal), `store` (the Location Store
+//! methods, including `authority_runs`: false once this node's lease is over).
 #![warn(missing_docs)]
 
 pub mod config;
