@@ -10,14 +10,20 @@ set -euo pipefail
 BASE=${SPOT_ETCD_PORT_BASE:-24790}
 WORK=$(mktemp -d -t spot-etcd.XXXXXX)
 PIDS=()
+CHILD=
 cleanup() {
   local rc=$?
+  exec 2>/dev/null   # no job-control notices for the members killed here
+  # The command runs in its own process group: it goes with everything it started
+  # (the test binary, the node processes).
+  if [ -n "$CHILD" ]; then kill -9 -- "-$CHILD" 2>/dev/null || true; fi
   for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
   for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
   rm -rf "$WORK"
   exit $rc
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+trap 'exit 143' INT TERM
 
 for port in $(seq "$BASE" $((BASE + 7))); do
   if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
@@ -62,4 +68,7 @@ for ep in "$SPOT_ETCD_ENDPOINT" ${SPOT_ETCD_CLUSTER//,/ }; do
   fi
 done
 echo >&2 "with-etcd: etcd $(etcd --version | head -1 | awk '{print $3}') at $SPOT_ETCD_ENDPOINT; 3 members at $SPOT_ETCD_CLUSTER"
-"$@"
+# In the background with `wait`, so that a signal to this script runs the cleanup at once.
+setsid "$@" &
+CHILD=$!
+wait "$CHILD" 2>/dev/null   # (no notices of the member a test kills)
