@@ -11,6 +11,8 @@ BUILD := $(ROOT)/build
 TEST_TARGETS :=
 DEMO_TARGETS :=
 BENCH_TARGETS :=
+# Tools every cargo command over the workspace needs (mk/*.mk add to it).
+RUST_TOOLS :=
 
 include $(sort $(wildcard mk/*.mk))
 
@@ -26,12 +28,12 @@ demo: demo-rust $(DEMO_TARGETS)
 test: lint test-rust $(TEST_TARGETS)
 	@echo "make test: all suites passed"
 
-lint:
+lint: $(RUST_TOOLS)
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps --workspace --quiet
 
-test-rust:
+test-rust: $(RUST_TOOLS)
 	$(CARGO) test --workspace --release
 	@echo "== the core crate packages and verifies as it would be published"
 	set -o pipefail; $(CARGO) publish --dry-run -p spot-timer-core --allow-dirty 2>&1 | tail -3

@@ -58,6 +58,44 @@ fn lifecycle_l01_the_entry_spot_is_not_relocated_its_actors_are() {
 }
 
 #[test]
+fn lifecycle_l01_a_drained_node_hands_its_spots_over_after_their_closing_callbacks() {
+    let w = World::new();
+    let a = w.node(1);
+    a.add_entry_actor(77);
+    a.create_user_spot(SpotId(20)).unwrap();
+    a.send_or_create(SpotId(30), *b"hi").unwrap();
+    let entry = a.entry().id();
+    let mut targets = a.drain();
+    targets.sort_by_key(|t| format!("{t:?}"));
+    assert_eq!(
+        targets,
+        vec![
+            RelocationTarget::EntryActor(77),
+            RelocationTarget::Spot(SpotId(20), SpotKind::User),
+            RelocationTarget::Spot(SpotId(30), SpotKind::Instance),
+        ]
+    );
+    let closes = w.closes.lock().unwrap().clone();
+    for id in [SpotId(20), SpotId(30), entry] {
+        assert!(
+            closes
+                .iter()
+                .any(|c| c.0 == id && c.2 == CloseReason::NodeShutdown && c.3),
+            "{id}: its closing callback ran before its release: {closes:?}"
+        );
+        assert!(w.store.read(id).unwrap().record.is_none(), "{id} released");
+    }
+    assert!(a.drain().is_empty(), "a second drain lists nothing");
+    // The next explicit intent re-creates them on another node.
+    let b = w.node(2);
+    let before = w.factory_runs();
+    b.create_user_spot(SpotId(20)).unwrap();
+    b.send_or_create(SpotId(30), *b"again").unwrap();
+    assert_eq!(w.factory_runs() - before, 2);
+    assert!(b.user(SpotId(20)).is_ok() && b.instance(SpotId(30)).is_ok());
+}
+
+#[test]
 fn lifecycle_l02_an_ordinary_message_to_a_missing_id_creates_nothing() {
     let w = World::new();
     let node = w.node(1);

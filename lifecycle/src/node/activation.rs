@@ -67,12 +67,15 @@ impl Node {
     /// Missing (placing it on a live node below its cap, this one first), waits for a
     /// creation in progress, refuses Unavailable. Returns the owner node and the Spot's
     /// object generation. A creation that happens here admits `first` as the Spot's first
-    /// message (and takes it out of the option).
+    /// message (and takes it out of the option). `seen`: a read of the store the caller
+    /// just made (its first look is not repeated: a remote store pays a round trip per
+    /// read).
     pub(crate) fn create(
         &self,
         id: SpotId,
         kind: SpotKind,
         first: &mut Option<First>,
+        mut seen: Option<crate::store::StoreView>,
     ) -> Result<(crate::store::NodeId, u64)> {
         let until = Instant::now() + self.config.creation_wait;
         loop {
@@ -80,7 +83,10 @@ impl Node {
             if let Some(s) = self.local(id) {
                 return self.same_kind(&s, kind).map(|_| (self.id, s.generation));
             }
-            let view = self.store.read(id)?;
+            let view = match seen.take() {
+                Some(v) => v,
+                None => self.store.read(id)?,
+            };
             match resolve(&view) {
                 Resolution::Ready {
                     authority,

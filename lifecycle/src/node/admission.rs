@@ -51,7 +51,7 @@ impl Node {
     /// Creates User Spot `id` (or returns it if it exists already).
     pub fn create_user_spot(&self, id: SpotId) -> Result<Spot<User>> {
         self.check_open()?;
-        let (_, generation) = self.create(id, SpotKind::User, &mut None)?;
+        let (_, generation) = self.create(id, SpotKind::User, &mut None, None)?;
         Ok(Spot::new(id, generation))
     }
 
@@ -126,7 +126,7 @@ impl Node {
                     Some(kind) => {
                         // The creating call's message is the Spot's first.
                         let mut first = Some((lane, payload));
-                        let (node, generation) = self.create(spot, kind, &mut first)?;
+                        let (node, generation) = self.create(spot, kind, &mut first, Some(view))?;
                         let Some((lane, payload)) = first else {
                             return Ok((node, generation));
                         };
@@ -203,6 +203,13 @@ impl Node {
     /// timer runtime per item, so the item runs under the Spot's gate and lease check and
     /// in the same batches as its ticks.
     pub(crate) fn admit(&self, s: &LocalSpot, lane: LaneKind, payload: Box<[u8]>) -> Result<()> {
+        if !self.store.authority_runs(self.id) {
+            self.counters.stale_routes.fetch_add(1, Relaxed);
+            return Err(LifecycleError::StaleRoute {
+                spot: s.id,
+                reason: StaleReason::LeaseExpired,
+            });
+        }
         if let Err(e) = s.owner.check() {
             self.counters.stale_routes.fetch_add(1, Relaxed);
             let reason = match e {

@@ -170,11 +170,31 @@ impl Node {
     /// Closes the node: every Spot closes (`NodeShutdown`), then the timer runtime.
     /// Idempotent.
     pub fn shutdown(&self) {
+        self.shut_down(false);
+    }
+
+    /// A graceful shutdown that hands the node's Spots over (L2): lists its relocation
+    /// targets — its User and Instance Spots and the actors of its Entry Spot, never the
+    /// Entry Spot — once no activation runs any more, then shuts down as
+    /// [`Node::shutdown`]: each Spot's closing callback (`NodeShutdown`) runs before its
+    /// location is released, so the next explicit intent re-creates it on another node.
+    /// Empty when the node was closed already.
+    pub fn drain(&self) -> Vec<super::RelocationTarget> {
+        self.shut_down(true)
+    }
+
+    fn shut_down(&self, list: bool) -> Vec<super::RelocationTarget> {
         if self.closed.swap(true, AcqRel) {
-            return;
+            return Vec::new();
         }
         // Activations in progress finish (or fail on `closed`) before anything closes.
         drop(self.activations.write());
+        // No Spot is created here any more: the list is complete.
+        let targets = if list {
+            self.relocation_targets()
+        } else {
+            Vec::new()
+        };
         // Closes still waiting for a running record end now, as every other Spot.
         let waiting = std::mem::take(&mut *self.closing.lock());
         for s in waiting {
@@ -192,5 +212,6 @@ impl Node {
             c.leave(self.id);
         }
         self.store.remove_node(self.id);
+        targets
     }
 }

@@ -49,10 +49,12 @@ impl Node {
     }
 
     /// Right before running a record's handler: true if it may start (its Spot's
-    /// authority is current and its lease runs). Complete it `NotStarted` otherwise.
+    /// authority is current and its lease runs, and the node's own authority in the
+    /// store runs). Complete it `NotStarted` otherwise.
     pub fn begin(&self, record: &SpotRecord) -> bool {
-        // A Spot closed since the record was handed over starts nothing more.
-        !record.spot_closing() && self.rt.begin(record.core())
+        // A Spot closed since the record was handed over starts nothing more; nor does
+        // anything of a node whose authority in the store ended.
+        !record.spot_closing() && self.store.authority_runs(self.id) && self.rt.begin(record.core())
     }
 
     /// Applies completions without receiving (a worker thread finishing work).

@@ -115,4 +115,12 @@ pub trait LocationStore: Send + Sync {
     fn release(&self, spot: SpotId, authority: Authority) -> Result<()>;
     /// Waits up to `timeout` for the record of `spot` to change from revision `seen`.
     fn wait_change(&self, spot: SpotId, seen: u64, timeout: std::time::Duration);
+    /// Whether `node`'s own authority still runs in the store (a distributed store: its
+    /// node lease). Asked before any work of the node's Spots starts and before a message
+    /// is admitted: once false, nothing of that authority starts again. A store whose
+    /// nodes hold no lease of their own (the embedded one) says true.
+    fn authority_runs(&self, node: NodeId) -> bool {
+        let _ = node;
+        true
+    }
 }

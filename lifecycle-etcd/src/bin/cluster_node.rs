@@ -1,0 +1,220 @@
+//! One node process of the cluster tests (`tests/cluster.rs` spawns it several times).
+//!
+//! `spot-cluster-node MODE ENDPOINT PREFIX NODE [ARGS]`, one result line per fact on
+//! stdout (`key value`), errors on stderr with exit code 2:
+//! - `race IDS THREADS GO_FILE`: waits for GO_FILE, then THREADS threads call
+//!   `send_or_create` on ids 0..IDS (each from its own offset); prints `created ID` for
+//!   each id whose factory ran here, `ok N`, `stale N`, `other N`, `requests N`, `done`,
+//!   then waits for `GO_FILE.end` before shutting its node down.
+//! - `hold FIRST COUNT`: creates Instance Spots FIRST..FIRST+COUNT here, prints `ready`,
+//!   then waits (to be killed or stopped by the test).
+//! - `ticks SPOT`: creates SPOT here with a 20 ms timer and runs a delivery loop that
+//!   records when each piece of work starts; prints `ready`, reads a line from stdin (the
+//!   test stops the process past its lease meanwhile), waits 300 ms, then prints
+//!   `send stale_lease|<error>|ok`, `starts N` and `last_start UNIX_NANOS`.
+//! - `fence SPOT`: reserves SPOT, prints `reserved`, reads a line from stdin (the test
+//!   stops the process past its lease meanwhile), then prints `lease_valid BOOL` and
+//!   `commit ok|refused`.
+
+use std::io::{BufRead, Write};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use spot_lifecycle::{LifecycleError, LocationStore, Node, NodeConfig, NodeId, SpotId, SpotKind};
+use spot_lifecycle_etcd::{EtcdConfig, EtcdLocationStore};
+
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("spot-cluster-node: {e}");
+        std::process::exit(2);
+    }
+}
+
+fn arg<T: std::str::FromStr>(args: &[String], i: usize, name: &str) -> Result<T, String> {
+    args.get(i)
+        .ok_or(format!("missing argument {name}"))?
+        .parse()
+        .map_err(|_| format!("argument {name} is not valid: {:?}", args[i]))
+}
+
+fn run() -> Result<(), String> {
+    let args: Vec<String> = std::env::args().collect();
+    let mode: String = arg(&args, 1, "MODE")?;
+    let mut config = EtcdConfig::with_endpoints([arg::<String>(&args, 2, "ENDPOINT")?]);
+    config.prefix = arg(&args, 3, "PREFIX")?;
+    config.lease_ttl = Duration::from_secs(
+        std::env::var("SPOT_LEASE_TTL")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(3),
+    );
+    let node = NodeId(arg(&args, 4, "NODE")?);
+    let store = Arc::new(EtcdLocationStore::connect(config).map_err(|e| e.to_string())?);
+    let out = std::io::stdout();
+    let say = |line: String| {
+        let mut o = out.lock();
+        let _ = writeln!(o, "{line}");
+        let _ = o.flush();
+    };
+    match mode.as_str() {
+        "race" => {
+            let ids: u64 = arg(&args, 5, "IDS")?;
+            let threads: u64 = arg(&args, 6, "THREADS")?;
+            let go: String = arg(&args, 7, "GO_FILE")?;
+            let created = Arc::new(Mutex::new(Vec::new()));
+            let made = created.clone();
+            let n = start_node(node, store.clone(), Some(made))?;
+            while !std::path::Path::new(&go).exists() {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            let counts = Arc::new([AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)]);
+            std::thread::scope(|s| {
+                for t in 0..threads {
+                    let (n, counts) = (n.clone(), counts.clone());
+                    s.spawn(move || {
+                        for i in 0..ids {
+                            let id = SpotId((i + t * ids / threads) % ids);
+                            let slot = match n.send_or_create(id, vec![1u8]) {
+                                Ok(_) => 0,
+                                Err(LifecycleError::StaleRoute { .. }) => 1,
+                                Err(e) => {
+                                    eprintln!("spot {id}: {e}");
+                                    2
+                                }
+                            };
+                            counts[slot].fetch_add(1, Relaxed);
+                        }
+                    });
+                }
+            });
+            for id in created.lock().unwrap().iter() {
+                say(format!("created {id}"));
+            }
+            say(format!("ok {}", counts[0].load(Relaxed)));
+            say(format!("stale {}", counts[1].load(Relaxed)));
+            say(format!("other {}", counts[2].load(Relaxed)));
+            say(format!("requests {}", store.requests()));
+            say("done".into());
+            // Shut down (which releases this node's Spots) only once every process is
+            // done racing, so that no release lets another process create an id again.
+            let end = format!("{go}.end");
+            while !std::path::Path::new(&end).exists() {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            n.shutdown();
+        }
+        "hold" => {
+            let first: u64 = arg(&args, 5, "FIRST")?;
+            let count: u64 = arg(&args, 6, "COUNT")?;
+            let n = start_node(node, store.clone(), None)?;
+            for id in first..first + count {
+                n.send_or_create(SpotId(id), vec![0u8])
+                    .map_err(|e| format!("creating {id}: {e}"))?;
+            }
+            say("ready".into());
+            loop {
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        }
+        "ticks" => {
+            let spot = SpotId(arg(&args, 5, "SPOT")?);
+            let n = start_node(node, store.clone(), None)?;
+            let handle = n
+                .send_or_create(spot, vec![0u8])
+                .map_err(|e| e.to_string())?;
+            n.every(&handle, 1, Duration::from_millis(20), 0)
+                .map_err(|e| e.to_string())?;
+            let starts = Arc::new(Mutex::new(Vec::<u128>::new()));
+            let (driver, seen) = (n.clone(), starts.clone());
+            std::thread::spawn(move || {
+                let mut done = Vec::new();
+                let mut batch = Vec::new();
+                loop {
+                    batch.clear();
+                    if driver
+                        .exchange(&done, &mut batch, 64, Some(Duration::from_millis(5)))
+                        .is_err()
+                    {
+                        return;
+                    }
+                    done.clear();
+                    for rec in batch.drain(..) {
+                        if driver.begin(&rec) {
+                            seen.lock().unwrap().push(unix_nanos());
+                            done.push(rec.complete(spot_lifecycle::Outcome::Ok));
+                        } else {
+                            done.push(rec.complete(spot_lifecycle::Outcome::NotStarted));
+                        }
+                    }
+                }
+            });
+            say("ready".into());
+            let mut line = String::new();
+            let _ = std::io::stdin().lock().read_line(&mut line);
+            std::thread::sleep(Duration::from_millis(300));
+            let sent = match n.send(spot, vec![2u8]) {
+                Err(LifecycleError::StaleRoute {
+                    reason: spot_lifecycle::StaleReason::LeaseExpired,
+                    ..
+                }) => "stale_lease".to_string(),
+                Err(e) => e.to_string().replace(' ', "_"),
+                Ok(()) => "ok".into(),
+            };
+            say(format!("send {sent}"));
+            let starts = starts.lock().unwrap();
+            say(format!("starts {}", starts.len()));
+            say(format!(
+                "last_start {}",
+                starts.iter().max().copied().unwrap_or(0)
+            ));
+        }
+        "fence" => {
+            let spot = SpotId(arg(&args, 5, "SPOT")?);
+            store.register_node(node, 10).map_err(|e| e.to_string())?;
+            let r = store
+                .reserve(spot, SpotKind::Instance, node)
+                .map_err(|e| e.to_string())?
+                .ok_or("the reservation was taken by another node")?;
+            say("reserved".into());
+            let mut line = String::new();
+            let _ = std::io::stdin().lock().read_line(&mut line);
+            say(format!("lease_valid {}", store.lease_valid()));
+            say(format!(
+                "commit {}",
+                if store.commit_ready(&r).is_ok() {
+                    "ok"
+                } else {
+                    "refused"
+                }
+            ));
+        }
+        other => return Err(format!("unknown mode {other:?} (race, hold, ticks, fence)")),
+    }
+    Ok(())
+}
+
+fn start_node(
+    node: NodeId,
+    store: Arc<EtcdLocationStore>,
+    created: Option<Arc<Mutex<Vec<SpotId>>>>,
+) -> Result<Arc<Node>, String> {
+    let config = NodeConfig {
+        node,
+        entry: SpotId(u64::MAX - node.0),
+        factory: created.map(|c| {
+            Arc::new(move |id: SpotId, _kind: SpotKind| {
+                c.lock().unwrap().push(id);
+                Ok(())
+            }) as spot_lifecycle::Factory
+        }),
+        ..NodeConfig::default()
+    };
+    Node::start(config, store, None).map_err(|e| e.to_string())
+}
+
+fn unix_nanos() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos())
+}

@@ -1,0 +1,665 @@
+//! [`EtcdLocationStore`]: the Location Store on etcd.
+//!
+//! - Create-reservation: one transaction, "location key absent" → put `Creating` with
+//!   the creator's lease. The put's revision is the authority epoch and the object
+//!   generation.
+//! - Ready commit: one transaction fenced by the reservation (create revision = epoch and
+//!   mod revision = epoch, i.e. still that attempt's `Creating`) → put `Ready`.
+//! - Release and abort: one transaction fenced by the epoch → delete.
+//! - The end of a node's lease deletes its locations (etcd deletes the keys attached to
+//!   it): the ids are Missing again. Before that, a node that misses its keep-alives (see
+//!   `liveness`), or one a transport reported with [`EtcdLocationStore::mark_down`], is
+//!   Down: its Spots are Unavailable, cached routes included.
+//! - Reads of Ready records are cached and invalidated by the watch (see `view`), so the
+//!   steady-state read path makes no etcd request; [`EtcdLocationStore::requests`] counts
+//!   the requests that the Location Store methods made.
+//! - This node's active count is written by a background task when it changed, never on
+//!   the activation path.
+//!
+//! The trait is synchronous: every method runs its request on the store's own tokio
+//! runtime (`block_on`, bounded by `request_timeout`). It must not be called from inside
+//! a tokio runtime.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::stop::Stop;
+use etcd_client::{
+    Client, Compare, CompareOp, ConnectOptions, GetResponse, PutOptions, Txn, TxnOp, TxnOpResponse,
+    TxnResponse,
+};
+use parking_lot::Mutex;
+use spot_lifecycle::store::{Reservation, StoreView};
+use spot_lifecycle::{
+    Authority, LifecycleError, LocationRecord, LocationState, LocationStore, NodeId, NodeStatus,
+    Result, SpotId, SpotKind,
+};
+use tokio::runtime::Runtime;
+
+use crate::config::EtcdConfig;
+use crate::keys::{Keys, LocationValue, NodeValue};
+use crate::lease::{self, LeaseState};
+use crate::liveness;
+use crate::request::{Answer, Requests};
+use crate::view::View;
+use crate::watch;
+
+/// The Location Store on etcd (one instance per process; its nodes share its lease).
+pub struct EtcdLocationStore {
+    rt: Runtime,
+    client: Client,
+    keys: Keys,
+    config: EtcdConfig,
+    lease: Arc<LeaseState>,
+    view: Arc<View>,
+    /// The nodes registered through this store, and whether their count must be written.
+    own: Arc<Mutex<HashMap<NodeId, (NodeValue, bool)>>>,
+    requests: Requests,
+    stop: Arc<Stop>,
+    lease_stop: Arc<Stop>,
+}
+
+impl EtcdLocationStore {
+    /// Connects to etcd, grants this node's owner lease and starts its keep-alive and the
+    /// watch. An unreachable etcd is a readable error after `connect_timeout`.
+    pub fn connect(config: EtcdConfig) -> Result<Self> {
+        config.validate()?;
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("spot-etcd")
+            .enable_all()
+            .build()
+            .map_err(|e| store_error(format!("etcd: cannot start the client runtime: {e}")))?;
+        let keys = Keys::new(&config.prefix);
+        let unreachable = |e: String| {
+            store_error(format!(
+                "etcd at {} cannot be reached: {e}",
+                config.endpoints.join(",")
+            ))
+        };
+        let start = async {
+            let options = ConnectOptions::new()
+                .with_connect_timeout(config.connect_timeout)
+                .with_timeout(config.request_timeout);
+            let mut client = Client::connect(&config.endpoints, Some(options)).await?;
+            let granted_at = Instant::now();
+            let grant = client
+                .lease_grant(config.lease_ttl.as_secs() as i64, None)
+                .await?;
+            let (nodes, revision) = watch::read_nodes(&mut client, &keys).await?;
+            Ok::<_, etcd_client::Error>((
+                client,
+                grant.id(),
+                grant.ttl(),
+                granted_at,
+                nodes,
+                revision,
+            ))
+        };
+        let (client, lease_id, ttl, granted_at, nodes, revision) = match rt
+            .block_on(async { tokio::time::timeout(config.connect_timeout, start).await })
+        {
+            Ok(Ok(v)) => v,
+            Ok(Err(e)) => return Err(unreachable(e.to_string())),
+            Err(_) => {
+                return Err(unreachable(format!(
+                    "no answer within {:?}",
+                    config.connect_timeout
+                )))
+            }
+        };
+        let lease = Arc::new(LeaseState::new(
+            lease_id,
+            Duration::from_secs(ttl.max(1) as u64),
+            granted_at,
+        ));
+        let view = Arc::new(View::default());
+        view.restart(nodes, revision);
+        let stop = Arc::new(Stop::default());
+        let lease_stop = Arc::new(Stop::default());
+        let own: Arc<Mutex<HashMap<NodeId, (NodeValue, bool)>>> = Arc::default();
+        rt.spawn(lease::keep_alive(
+            client.clone(),
+            lease.clone(),
+            lease_stop.clone(),
+        ));
+        rt.spawn(watch::run(
+            client.clone(),
+            keys.clone(),
+            view.clone(),
+            revision,
+            stop.clone(),
+        ));
+        rt.spawn(liveness::run(
+            client.clone(),
+            view.clone(),
+            lease.clone(),
+            stop.clone(),
+        ));
+        rt.spawn(flush_active(
+            client.clone(),
+            keys.clone(),
+            own.clone(),
+            lease.clone(),
+            config.active_flush,
+            stop.clone(),
+        ));
+        let requests = Requests::new(config.request_timeout, &config.endpoints);
+        Ok(Self {
+            requests,
+            rt,
+            client,
+            keys,
+            config,
+            lease,
+            view,
+            own,
+            stop,
+            lease_stop,
+        })
+    }
+
+    /// etcd requests made by the Location Store methods so far (keep-alives, the watch
+    /// and the background count writes are not counted: they are on no request path).
+    pub fn requests(&self) -> u64 {
+        self.requests.count()
+    }
+
+    /// The configuration it was started with.
+    pub fn config(&self) -> &EtcdConfig {
+        &self.config
+    }
+
+    /// Keep-alive round trips of this node's lease so far.
+    pub fn keep_alives(&self) -> u64 {
+        self.lease
+            .keep_alives
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// This node's etcd lease id.
+    pub fn lease_id(&self) -> i64 {
+        self.lease.id
+    }
+
+    /// True while this node's lease is known to run; false for good once it is over (or
+    /// once its last confirmed expiry passed, e.g. after the process was stopped).
+    pub fn lease_valid(&self) -> bool {
+        self.lease.valid()
+    }
+
+    /// A transport's evidence: `node` cannot be reached while its lease runs. Its Spots
+    /// are Unavailable until its lease ends (its key is deleted) or it registers again.
+    pub fn mark_down(&self, node: NodeId) {
+        self.view.known.lock().down.insert(node);
+    }
+
+    /// Fault injection for tests: this store stops keeping its lease alive, as a node
+    /// that died would (nothing is revoked; the lease runs out on its own).
+    pub fn halt_keep_alive(&self) {
+        self.lease_stop.fire();
+    }
+
+    /// Runs one request (see `request`).
+    fn call<T, F, Fut>(&self, op: F) -> std::result::Result<Answer<T>, String>
+    where
+        F: FnMut(Client) -> Fut,
+        Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
+    {
+        self.requests.run(&self.rt, &self.client, op)
+    }
+
+    fn get(&self, spot: SpotId) -> std::result::Result<Answer<GetResponse>, String> {
+        let key = self.keys.location(spot);
+        self.call(move |mut c| {
+            let key = key.clone();
+            async move { c.get(key, None).await }
+        })
+    }
+
+    fn txn(&self, txn: Txn) -> std::result::Result<Answer<TxnResponse>, String> {
+        self.call(move |mut c| {
+            let txn = txn.clone();
+            async move { c.txn(txn).await }
+        })
+    }
+
+    fn require_lease(&self) -> Result<()> {
+        if self.lease.valid() {
+            return Ok(());
+        }
+        Err(store_error(
+            "this node's etcd lease is over: its authority ended (start a new node)".into(),
+        ))
+    }
+
+    fn require_own(&self, node: NodeId) -> Result<()> {
+        if self.own.lock().contains_key(&node) {
+            return Ok(());
+        }
+        Err(store_error(format!(
+            "node {} is not a live node of this store",
+            node.0
+        )))
+    }
+
+    fn owner_status(&self, node: NodeId) -> NodeStatus {
+        if self.view.is_down(node) {
+            NodeStatus::Down
+        } else {
+            NodeStatus::Alive
+        }
+    }
+
+    /// A transaction on `spot`'s location fenced by `epoch` (its create revision, and
+    /// its mod revision too when `creating`), running `then` when the fence holds and
+    /// reading the key when it does not. Returns whether it held, the revision, the key's
+    /// record when read, and whether the request was retried.
+    fn fenced(
+        &self,
+        spot: SpotId,
+        epoch: u64,
+        creating: bool,
+        then: TxnOp,
+    ) -> std::result::Result<Fenced, String> {
+        let key = self.keys.location(spot);
+        let mut when = vec![Compare::create_revision(
+            key.clone(),
+            CompareOp::Equal,
+            epoch as i64,
+        )];
+        if creating {
+            when.push(Compare::mod_revision(
+                key.clone(),
+                CompareOp::Equal,
+                epoch as i64,
+            ));
+        }
+        let txn = Txn::new()
+            .when(when)
+            .and_then(vec![then])
+            .or_else(vec![TxnOp::get(key, None)]);
+        let answer = self.txn(txn)?;
+        let resp = answer.value;
+        let current = first_kv(&resp).map(|kv| {
+            (
+                kv.create_revision() as u64,
+                LocationValue::decode(kv.value()),
+            )
+        });
+        Ok(Fenced {
+            held: resp.succeeded(),
+            revision: resp.header().map_or(0, |h| h.revision()) as u64,
+            current,
+            retried: answer.retried,
+        })
+    }
+}
+
+/// The outcome of a fenced transaction.
+struct Fenced {
+    held: bool,
+    revision: u64,
+    /// When the fence did not hold: the key's create revision and value, if it exists.
+    current: Option<(u64, Option<LocationValue>)>,
+    retried: bool,
+}
+
+fn store_error(message: String) -> LifecycleError {
+    LifecycleError::Store(message.into())
+}
+
+/// The key a transaction's `or_else` read, if it exists.
+fn first_kv(resp: &TxnResponse) -> Option<etcd_client::KeyValue> {
+    match resp.op_responses().into_iter().next() {
+        Some(TxnOpResponse::Get(get)) => get.kvs().first().cloned(),
+        _ => None,
+    }
+}
+
+fn unavailable(spot: SpotId, evidence: String) -> LifecycleError {
+    LifecycleError::Unavailable {
+        spot,
+        evidence: evidence.into(),
+    }
+}
+
+impl LocationStore for EtcdLocationStore {
+    fn register_node(&self, node: NodeId, active_cap: u64) -> Result<()> {
+        self.require_lease()?;
+        let value = NodeValue {
+            cap: active_cap,
+            active: 0,
+        };
+        let key = self.keys.node(node);
+        let key_again = key.clone();
+        let txn = Txn::new()
+            .when(vec![Compare::version(key.clone(), CompareOp::Equal, 0)])
+            .and_then(vec![TxnOp::put(
+                key,
+                value.encode(),
+                Some(PutOptions::new().with_lease(self.lease.id)),
+            )])
+            .or_else(vec![TxnOp::get(key_again, None)]);
+        let answer = self.txn(txn).map_err(store_error)?;
+        // A retried put may have been applied by the attempt whose answer was lost: the
+        // key under this node's own lease is that put.
+        let ours = answer.value.succeeded()
+            || (answer.retried
+                && first_kv(&answer.value).is_some_and(|kv| kv.lease() == self.lease.id));
+        if !ours {
+            return Err(store_error(format!(
+                "node id {} is already live in this store (another process holds it)",
+                node.0
+            )));
+        }
+        self.own.lock().insert(node, (value, false));
+        let mut k = self.view.known.lock();
+        k.nodes.insert(node, value);
+        k.down.remove(&node);
+        Ok(())
+    }
+
+    fn remove_node(&self, node: NodeId) {
+        if self.own.lock().remove(&node).is_none() {
+            return;
+        }
+        self.view.known.lock().nodes.remove(&node);
+        let key = self.keys.node(node);
+        let _ = self.call(move |mut c| {
+            let key = key.clone();
+            async move { c.delete(key, None).await }
+        });
+    }
+
+    fn set_active(&self, node: NodeId, active: u64) {
+        let mut own = self.own.lock();
+        if let Some((value, dirty)) = own.get_mut(&node) {
+            if value.active != active {
+                value.active = active;
+                *dirty = true;
+                let v = *value;
+                drop(own);
+                self.view.known.lock().nodes.insert(node, v);
+            }
+        }
+    }
+
+    fn place(&self, preferred: NodeId) -> Option<NodeId> {
+        let own = self.own.lock().clone();
+        let k = self.view.known.lock();
+        let value = |id: &NodeId| {
+            own.get(id)
+                .map(|(v, _)| *v)
+                .or_else(|| k.nodes.get(id).copied())
+        };
+        let open = |id: &NodeId| {
+            !k.down.contains(id)
+                && !k.missed.contains(id)
+                && value(id).is_some_and(|v| v.active < v.cap)
+        };
+        if open(&preferred) {
+            return Some(preferred);
+        }
+        k.nodes
+            .keys()
+            .chain(own.keys())
+            .filter(|id| open(id))
+            .min_by_key(|id| (value(id).map_or(u64::MAX, |v| v.active), **id))
+            .copied()
+    }
+
+    fn node_status(&self, node: NodeId) -> NodeStatus {
+        if self.own.lock().contains_key(&node) {
+            return if self.lease.valid() {
+                NodeStatus::Alive
+            } else {
+                NodeStatus::Gone
+            };
+        }
+        if self.view.is_down(node) {
+            return NodeStatus::Down;
+        }
+        let k = self.view.known.lock();
+        if k.nodes.contains_key(&node) {
+            NodeStatus::Alive
+        } else {
+            NodeStatus::Gone
+        }
+    }
+
+    fn read(&self, spot: SpotId) -> Result<StoreView> {
+        if let Some((record, revision)) = self.view.route(spot) {
+            return Ok(StoreView {
+                record: Some(record),
+                owner_status: Some(self.owner_status(record.authority.node)),
+                revision,
+            });
+        }
+        let resp = self
+            .get(spot)
+            .map_err(|e| unavailable(spot, format!("the location store cannot be used ({e})")))?
+            .value;
+        let read_at = resp.header().map_or(0, |h| h.revision()) as u64;
+        let Some(kv) = resp.kvs().first() else {
+            return Ok(StoreView {
+                record: None,
+                owner_status: None,
+                revision: read_at,
+            });
+        };
+        let value = LocationValue::decode(kv.value()).ok_or_else(|| {
+            store_error(format!(
+                "spot {spot}: the location record in etcd is not readable ({:?})",
+                String::from_utf8_lossy(kv.value())
+            ))
+        })?;
+        let epoch = kv.create_revision() as u64;
+        let changed_at = kv.mod_revision() as u64;
+        let record = LocationRecord {
+            kind: value.kind,
+            state: value.state,
+            authority: Authority {
+                node: value.node,
+                epoch,
+            },
+            object_generation: epoch,
+        };
+        let status = self.owner_status(value.node);
+        if value.state == LocationState::Ready && status == NodeStatus::Alive {
+            self.view.cache(spot, record, changed_at, read_at);
+        }
+        Ok(StoreView {
+            record: Some(record),
+            owner_status: Some(status),
+            revision: changed_at,
+        })
+    }
+
+    fn reserve(&self, spot: SpotId, kind: SpotKind, node: NodeId) -> Result<Option<Reservation>> {
+        self.require_own(node)?;
+        self.require_lease()?;
+        let key = self.keys.location(spot);
+        let key_again = key.clone();
+        let value = LocationValue {
+            state: LocationState::Creating,
+            kind,
+            node,
+        };
+        let txn = Txn::new()
+            .when(vec![Compare::version(key.clone(), CompareOp::Equal, 0)])
+            .and_then(vec![TxnOp::put(
+                key,
+                value.encode(),
+                Some(PutOptions::new().with_lease(self.lease.id)),
+            )])
+            .or_else(vec![TxnOp::get(key_again, None)]);
+        let answer = self
+            .txn(txn)
+            .map_err(|e| unavailable(spot, format!("the location store cannot be used ({e})")))?;
+        let resp = answer.value;
+        let epoch = if resp.succeeded() {
+            resp.header().map_or(0, |h| h.revision()) as u64
+        } else {
+            // After a retry, a reservation of this node under its own lease that is still
+            // Creating is this attempt's own put, whose answer was lost (a node runs one
+            // creation attempt per id at a time).
+            match first_kv(&resp) {
+                Some(kv)
+                    if answer.retried
+                        && kv.lease() == self.lease.id
+                        && LocationValue::decode(kv.value()) == Some(value) =>
+                {
+                    kv.create_revision() as u64
+                }
+                _ => return Ok(None),
+            }
+        };
+        Ok(Some(Reservation {
+            spot,
+            kind,
+            generation: epoch,
+            authority: Authority { node, epoch },
+        }))
+    }
+
+    fn commit_ready(&self, r: &Reservation) -> Result<LocationRecord> {
+        self.require_lease()?;
+        let value = LocationValue {
+            state: LocationState::Ready,
+            kind: r.kind,
+            node: r.authority.node,
+        };
+        let put = TxnOp::put(
+            self.keys.location(r.spot),
+            value.encode(),
+            Some(PutOptions::new().with_lease(self.lease.id)),
+        );
+        let f = self
+            .fenced(r.spot, r.authority.epoch, true, put)
+            .map_err(store_error)?;
+        // A retried commit may have been applied already: the record is then this
+        // authority's Ready.
+        let applied = f
+            .current
+            .is_some_and(|(epoch, v)| epoch == r.authority.epoch && v == Some(value));
+        let revision = f.revision;
+        let done = f.held || (f.retried && applied);
+        if !done {
+            return Err(store_error(format!(
+                "spot {}: the reservation was fenced off (its record changed or its lease ended)",
+                r.spot
+            )));
+        }
+        let record = LocationRecord {
+            kind: r.kind,
+            state: LocationState::Ready,
+            authority: r.authority,
+            object_generation: r.generation,
+        };
+        self.view.cache(r.spot, record, revision, revision);
+        Ok(record)
+    }
+
+    fn abort(&self, r: &Reservation) {
+        self.view.forget(r.spot);
+        let del = TxnOp::delete(self.keys.location(r.spot), None);
+        let _ = self.fenced(r.spot, r.authority.epoch, false, del);
+    }
+
+    fn release(&self, spot: SpotId, authority: Authority) -> Result<()> {
+        self.view.forget(spot);
+        let del = TxnOp::delete(self.keys.location(spot), None);
+        let f = self
+            .fenced(spot, authority.epoch, false, del)
+            .map_err(store_error)?;
+        // A retried delete may have been applied already: the key is then gone.
+        let done = f.held || (f.retried && f.current.is_none());
+        if !done {
+            return Err(store_error(format!(
+                "spot {spot}: the released authority is not the current one"
+            )));
+        }
+        Ok(())
+    }
+
+    fn authority_runs(&self, node: NodeId) -> bool {
+        self.lease.valid() && self.own.lock().contains_key(&node)
+    }
+
+    fn wait_change(&self, spot: SpotId, seen: u64, timeout: Duration) {
+        let until = Instant::now() + timeout;
+        self.view.begin_wait(spot, seen);
+        // A change may have been applied before this waiter was registered: look once.
+        let unchanged = match self.get(spot) {
+            Ok(answer) => answer
+                .value
+                .kvs()
+                .first()
+                .is_some_and(|kv| kv.mod_revision() as u64 == seen),
+            Err(_) => false,
+        };
+        if unchanged {
+            self.view.wait(spot, seen, until);
+        }
+        self.view.end_wait(spot);
+    }
+}
+
+impl Drop for EtcdLocationStore {
+    fn drop(&mut self) {
+        self.stop.fire();
+        self.lease_stop.fire();
+        // A graceful end: revoking the lease deletes whatever is still attached to it.
+        if self.lease.valid() {
+            let mut client = self.client.clone();
+            let id = self.lease.id;
+            let _ = self.rt.block_on(async {
+                tokio::time::timeout(Duration::from_secs(2), client.lease_revoke(id)).await
+            });
+        }
+    }
+}
+
+/// Writes this process's nodes' active counts when they changed.
+async fn flush_active(
+    mut client: Client,
+    keys: Keys,
+    own: Arc<Mutex<HashMap<NodeId, (NodeValue, bool)>>>,
+    lease: Arc<LeaseState>,
+    every: Duration,
+    stop: Arc<Stop>,
+) {
+    loop {
+        tokio::select! {
+            _ = stop.wait() => return,
+            _ = tokio::time::sleep(every) => {}
+        }
+        if !lease.valid() {
+            return;
+        }
+        let dirty: Vec<(NodeId, NodeValue)> = own
+            .lock()
+            .iter_mut()
+            .filter(|(_, (_, d))| *d)
+            .map(|(id, (v, d))| {
+                *d = false;
+                (*id, *v)
+            })
+            .collect();
+        for (node, value) in dirty {
+            let options = PutOptions::new().with_lease(lease.id);
+            if client
+                .put(keys.node(node), value.encode(), Some(options))
+                .await
+                .is_err()
+            {
+                if let Some((_, d)) = own.lock().get_mut(&node) {
+                    *d = true;
+                }
+            }
+        }
+    }
+}

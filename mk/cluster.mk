@@ -1,0 +1,36 @@
+# Several nodes on etcd (lifecycle-etcd/, crate spot-lifecycle-etcd).
+#   make test-cluster   installs etcd-server/etcd-client when missing, starts a
+#                       single-member etcd and a 3-member etcd cluster on loopback with
+#                       temporary data directories (tests/cluster/with-etcd.sh), runs the
+#                       cluster tests (node processes spawned by the tests), and stops
+#                       every etcd at the end whatever happens.
+# The etcd client crate compiles etcd's protobuf files at build time, so every cargo
+# command over the workspace needs `protoc` (Debian protobuf-compiler): RUST_TOOLS.
+
+RUST_TOOLS += protoc
+TEST_TARGETS += test-cluster
+.PHONY: protoc etcd-installed test-cluster
+
+protoc:
+	@command -v protoc >/dev/null || (apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq protobuf-compiler >/dev/null)
+
+etcd-installed:
+	@command -v etcd >/dev/null && command -v etcdctl >/dev/null || (apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server etcd-client >/dev/null)
+
+test-cluster: protoc etcd-installed
+	$(CARGO) build --release -p spot-lifecycle-etcd --tests --bins
+	timeout --kill-after=10 300 tests/cluster/with-etcd.sh \
+	  $(CARGO) test --release -p spot-lifecycle-etcd -- --include-ignored --nocapture --test-threads 1
+
+# Cluster benchmark rows (activations/s, etcd requests per activation, send→handler
+# latency; etcd store against the embedded one): JSON lines to bench/results/cluster.jsonl.
+# Not part of `make test`.
+BENCH_TARGETS += bench-cluster
+.PHONY: bench-cluster
+bench-cluster: protoc etcd-installed
+	@mkdir -p bench/results
+	$(CARGO) build --release -p spot-lifecycle-etcd --example etcd_bench
+	set -o pipefail; tests/cluster/with-etcd.sh \
+	  $(CARGO) run --release -q -p spot-lifecycle-etcd --example etcd_bench | tee bench/results/cluster.jsonl
