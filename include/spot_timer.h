@@ -866,6 +866,41 @@ struct spot_stats {
 };
 
 /**
+ * How to reach etcd (`spot_store_new_etcd`, since 2.2). Set `struct_size` to
+ * `sizeof(struct spot_etcd_config)`; a zero duration takes its default.
+ */
+struct spot_etcd_config {
+    /**
+     * `sizeof(struct spot_etcd_config)` as the host was built.
+     */
+    uint32_t struct_size;
+    /**
+     * Must be 0.
+     */
+    uint32_t reserved;
+    /**
+     * Comma-separated etcd client URLs (required), e.g. `"http://127.0.0.1:2379"`.
+     */
+    const char *endpoints;
+    /**
+     * Key prefix of this store, ending with '/' (NULL: `"/spot-timer/"`).
+     */
+    const char *prefix;
+    /**
+     * The node's owner lease in etcd (0: 10 s; whole seconds, at least 2 s).
+     */
+    uint64_t lease_ttl_ns;
+    /**
+     * How long connecting may take at start (0: 5 s).
+     */
+    uint64_t connect_timeout_ns;
+    /**
+     * How long one etcd request may take (0: 5 s).
+     */
+    uint64_t request_timeout_ns;
+};
+
+/**
  * What to register. Versioned: set `struct_size = sizeof(spot_timer_spec)`.
  */
 struct spot_timer_spec {
@@ -1209,35 +1244,6 @@ spot_status spot_prometheus(uint64_t rt,
                             char *buf,
                             size_t cap,
                             size_t *out_len);
-
-/**
- * Creates an embedded Location Store (with its in-process cluster): nodes started on the
- * same store are simulated nodes of one cluster.
- *
- * Ownership: the caller frees it with `spot_store_free` after the nodes using it.
- * Errors: SPOT_E_NULL_ARGUMENT.
- */
-spot_status spot_store_new(uint64_t *out_store);
-
-/**
- * Frees a store handle (nodes started on it keep their reference).
- * Errors: SPOT_E_INVALID_HANDLE.
- */
-spot_status spot_store_free(uint64_t store);
-
-/**
- * Marks node `node_id` unusable while its lease runs: its Spots are Unavailable
- * (nothing re-creates them). For tests of several simulated nodes.
- * Errors: SPOT_E_INVALID_HANDLE.
- */
-spot_status spot_store_mark_down(uint64_t store, uint64_t node_id);
-
-/**
- * Ends node `node_id`'s lease: its authorities are released (its Spots' ids are Missing
- * and may be created again).
- * Errors: SPOT_E_INVALID_HANDLE.
- */
-spot_status spot_store_expire_node(uint64_t store, uint64_t node_id);
 
 /**
  * Starts a node on `store` (0: a private embedded store) and creates its Entry Spot.
@@ -1614,6 +1620,63 @@ spot_status spot_session_done(uint64_t session, uint32_t outcome);
  * Errors: SPOT_E_INVALID_HANDLE.
  */
 spot_status spot_session_free(uint64_t session);
+
+/**
+ * Creates an embedded Location Store (with its in-process cluster): nodes started on the
+ * same store are simulated nodes of one cluster.
+ *
+ * Ownership: the caller frees it with `spot_store_free` after the nodes using it.
+ * Errors: SPOT_E_NULL_ARGUMENT.
+ */
+spot_status spot_store_new(uint64_t *out_store);
+
+/**
+ * Connects to etcd and returns a Location Store shared by the nodes of several processes
+ * (since 2.2). The node started on it holds an etcd lease (its owner lease, kept alive by
+ * the store) and creates, finds and releases Spots through etcd transactions; routes to
+ * Ready Spots are cached and invalidated by a watch, so a steady-state send makes no etcd
+ * request (`spot_store_requests`). While etcd cannot be reached, creating a missing Spot
+ * is SPOT_E_UNAVAILABLE, never a creation.
+ *
+ * `cfg->endpoints` (required): comma-separated client URLs, e.g.
+ * `"http://127.0.0.1:2379"`; `cfg->prefix` (NULL: `"/spot-timer/"`, must end with '/'):
+ * every key of the store starts with it; durations of 0 take their defaults (lease TTL
+ * 10 s, whole seconds, at least 2 s; connect and request timeouts 5 s).
+ *
+ * Ownership: `cfg` and its strings are read during the call only; free the store with
+ * `spot_store_free` after the nodes using it.
+ * Errors: SPOT_E_NULL_ARGUMENT, SPOT_E_BAD_STRUCT_SIZE, SPOT_E_INVALID_ARGUMENT (no or a
+ * malformed endpoint, a bad prefix or TTL), SPOT_E_STORE (etcd cannot be reached within
+ * the connect timeout: the message names the endpoints).
+ */
+spot_status spot_store_new_etcd(const struct spot_etcd_config *cfg, uint64_t *out_store);
+
+/**
+ * Writes the number of etcd requests the store has made to `*out_requests` (0 for the
+ * embedded store): a steady-state send makes none.
+ * Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT.
+ */
+spot_status spot_store_requests(uint64_t store, uint64_t *out_requests);
+
+/**
+ * Frees a store handle (nodes started on it keep their reference).
+ * Errors: SPOT_E_INVALID_HANDLE.
+ */
+spot_status spot_store_free(uint64_t store);
+
+/**
+ * Marks node `node_id` unusable while its lease runs: its Spots are Unavailable
+ * (nothing re-creates them). For tests of several simulated nodes.
+ * Errors: SPOT_E_INVALID_HANDLE, SPOT_E_INVALID_ARGUMENT (an etcd store).
+ */
+spot_status spot_store_mark_down(uint64_t store, uint64_t node_id);
+
+/**
+ * Ends node `node_id`'s lease: its authorities are released (its Spots' ids are Missing
+ * and may be created again).
+ * Errors: SPOT_E_INVALID_HANDLE, SPOT_E_INVALID_ARGUMENT (an etcd store).
+ */
+spot_status spot_store_expire_node(uint64_t store, uint64_t node_id);
 
 /**
  * Registers timer `key` of authority (`owner_id`, `epoch`) and writes its handle to

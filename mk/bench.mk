@@ -47,7 +47,7 @@ bench-deps:
 	fi
 
 # Every harness; a harness that does not build leaves its reason in build/bench/missing/.
-bench-build: bench-deps
+bench-build: bench-deps protoc
 	@cargo build --release -p spot-timer-ffi -q || echo "libspot_timer did not build" > $(BENCH_MISSING)/spot-c.txt
 	@ln -sf libspot_timer.so $(ROOT)/target/release/$(SONAME)
 	@echo "building bench/rust (spot-timer core, tokio, tokio-util)"

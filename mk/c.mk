@@ -67,7 +67,8 @@ header-check: cbindgen
 	gcc -std=c89 -pedantic -Wall -Wextra -Werror -I$(ROOT)/include -fsyntax-only $(C_BUILD)/c89_check.c
 	@echo "header-check: the header compiles as C89 (-pedantic)"
 
-ffi-lib:
+# protoc: the etcd store's client compiles etcd's protobuf files (mk/cluster.mk).
+ffi-lib: protoc
 	$(CARGO) build --release -p spot-timer-ffi
 	@mkdir -p $(C_LIB)
 	cp $(CARGO_TARGET_DIR)/release/libspot_timer.a $(CARGO_TARGET_DIR)/release/libspot_timer.so $(C_LIB)/

@@ -19,10 +19,19 @@ etcd-installed:
 	@command -v etcd >/dev/null && command -v etcdctl >/dev/null || (apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server etcd-client >/dev/null)
 
-test-cluster: protoc etcd-installed
+test-cluster: protoc etcd-installed ffi-lib dotnet-build
 	$(CARGO) build --release -p spot-lifecycle-etcd --tests --bins
 	timeout --kill-after=10 300 tests/cluster/with-etcd.sh \
 	  $(CARGO) test --release -p spot-lifecycle-etcd -- --include-ignored --nocapture --test-threads 1
+	@echo "== the etcd store through the C ABI"
+	@mkdir -p $(C_BUILD)
+	gcc $(C_CFLAGS) $(SAN) tests/cluster/c_etcd.c $(C_SHARED) -o $(C_BUILD)/c_etcd
+	timeout --kill-after=10 120 tests/cluster/with-etcd.sh $(C_BUILD)/c_etcd
+	@echo "== the etcd store from .NET (the fixture's etcd test must run, not be ignored)"
+	cd $(DOTNET_BUILD) && timeout --kill-after=10 200 $(ROOT)/tests/cluster/with-etcd.sh \
+	  env $(DOTNET_ENV) nunit-console -nologo -noshadow SpotTimer.Tests.dll \
+	  -run:SpotTimer.Tests.EtcdStoreTests -xml=EtcdTestResult.xml > etcd-nunit.log 2>&1; \
+	  rc=$$?; cat etcd-nunit.log; [ "$$rc" = 0 ] && grep -q 'Not run: 0' etcd-nunit.log
 
 # Cluster benchmark rows (activations/s, etcd requests per activation, send→handler
 # latency; etcd store against the embedded one): JSON lines to bench/results/cluster.jsonl.

@@ -57,7 +57,7 @@ dotnet-pack-deps:
 	  DEBIAN_FRONTEND=noninteractive $(DOTNET_SUDO) apt-get install -y -qq nuget >/dev/null; \
 	fi
 
-dotnet-lib:
+dotnet-lib: protoc
 	$(CARGO) build --release -p spot-timer-ffi
 
 dotnet-build: dotnet-deps dotnet-lib

@@ -73,7 +73,7 @@ ifeq ($(REL_NIGHTLY),yes)
 	  -- record_outlives_its_runtime contract_01 contract_03 a_blocking_cancel dropping_a_session 2>&1 | tee $(REL_BUILD)/miri-runtime.log \
 	  | grep -E '^test |test result'; exit $${PIPESTATUS[0]}
 	MIRIFLAGS=-Zmiri-disable-isolation $(REL_T) $(REL_LIMIT) \
-	  $(CARGO) +nightly miri test -p spot-timer-ffi --lib --test miri_boundary --test fuzz_replay 2>&1 \
+	  $(CARGO) +nightly miri test -p spot-timer-ffi --no-default-features --lib --test miri_boundary --test fuzz_replay 2>&1 \
 	  | tee $(REL_BUILD)/miri-ffi.log | grep -E '^test |test result'; exit $${PIPESTATUS[0]}
 else
 	@echo "reliability-miri: SKIPPED - no nightly toolchain (rustup toolchain install nightly)"
@@ -103,7 +103,7 @@ else
 	@echo "reliability-fuzz: SKIPPED - cargo-fuzz needs a nightly toolchain"
 endif
 	FUZZ_REPLAY_CASES=$(REL_REPLAY_CASES) $(REL_T) $(REL_LIMIT) \
-	  $(CARGO) test --release -p spot-timer-ffi --test fuzz_replay
+	  $(CARGO) test --release -p spot-timer-ffi --no-default-features --test fuzz_replay
 
 # Stress with the accounting identity (core/tests/stress_accounting.rs, #[ignore]d tests).
 reliability-stress:
@@ -122,7 +122,7 @@ reliability-lifecycle:
 	  | tee $(REL_BUILD)/lifecycle-stress.log | grep -E 'FIGURES|^test |test result|panicked'; \
 	  exit $${PIPESTATUS[0]}
 
-reliability-lib:
+reliability-lib: protoc
 	$(CARGO) build --release -p spot-timer-ffi
 	@mkdir -p $(REL_BUILD)
 	cp $(CARGO_TARGET_DIR)/release/libspot_timer.a $(CARGO_TARGET_DIR)/release/libspot_timer.so $(REL_BUILD)/
@@ -175,7 +175,7 @@ reliability-tsan: reliability-clang
 	@mkdir -p $(REL_BUILD)
 	@rustup component list --toolchain nightly --installed 2>/dev/null | grep -q '^rust-src' \
 	  || rustup component add rust-src --toolchain nightly
-	$(REL_TSAN_CARGO) build $(REL_TSAN_ARGS) -p spot-timer-ffi
+	$(REL_TSAN_CARGO) build $(REL_TSAN_ARGS) -p spot-timer-ffi --no-default-features
 	$(REL_TSAN_CARGO) test $(REL_TSAN_ARGS) -p spot-timer-core --test stress_accounting --no-run
 	@test -f "$(REL_TSAN_RT)" || { echo "reliability-tsan: no TSan runtime in the nightly sysroot"; exit 1; }
 	clang $(REL_C_FLAGS) -fsanitize=thread -c tests/reliability/faults.c -o $(REL_BUILD)/faults_tsan.o

@@ -26,6 +26,7 @@ pub mod owner;
 pub mod runtime;
 pub mod session;
 pub mod status;
+pub mod store;
 pub mod timer;
 pub mod types;
 

@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use spot_lifecycle::{
-    CloseReason, Cluster, EmbeddedStore, LaneKind, LaneLimits, LifecycleError, Node, NodeConfig,
-    NodeId, Queue, RelocationTarget, SpotCompletion, SpotId, SpotKind, SpotRecord,
+    CloseReason, LaneKind, LaneLimits, LifecycleError, Node, NodeConfig, NodeId, Queue,
+    RelocationTarget, SpotCompletion, SpotId, SpotKind, SpotRecord,
 };
 use spot_timer_core::ClockKind;
 
@@ -19,12 +19,8 @@ use crate::boundary::{
 use crate::node_handles::HandleTable;
 use crate::node_types::*;
 use crate::status::*;
+use crate::store::{FfiStore, STORES};
 use crate::types::{clock_from_u32, outcome_from_u32, ClockChoice};
-
-struct FfiStore {
-    store: Arc<EmbeddedStore>,
-    cluster: Arc<Cluster>,
-}
 
 struct FfiNode {
     node: Arc<Node>,
@@ -33,10 +29,9 @@ struct FfiNode {
     inflight: Mutex<HashMap<u64, SpotRecord>>,
 }
 
-static STORES: HandleTable<FfiStore> = HandleTable::new("store", b'S');
 static NODES: HandleTable<FfiNode> = HandleTable::new("node", b'N');
 
-fn failure(e: LifecycleError) -> Failure {
+pub(crate) fn failure(e: LifecycleError) -> Failure {
     let status = match &e {
         LifecycleError::NotFound(_) => SPOT_E_NOT_FOUND,
         LifecycleError::StaleRoute { .. } => SPOT_E_STALE_ROUTE,
@@ -58,7 +53,7 @@ fn failure(e: LifecycleError) -> Failure {
     Failure::new(status, e.to_string())
 }
 
-fn lf<T>(r: Result<T, LifecycleError>) -> FfiResult<T> {
+pub(crate) fn lf<T>(r: Result<T, LifecycleError>) -> FfiResult<T> {
     r.map_err(failure)
 }
 
@@ -82,52 +77,6 @@ struct Env(*mut c_void);
 // on whichever thread creates or closes a Spot.
 unsafe impl Send for Env {}
 unsafe impl Sync for Env {}
-
-/// Creates an embedded Location Store (with its in-process cluster): nodes started on the
-/// same store are simulated nodes of one cluster.
-///
-/// Ownership: the caller frees it with `spot_store_free` after the nodes using it.
-/// Errors: SPOT_E_NULL_ARGUMENT.
-#[no_mangle]
-pub unsafe extern "C" fn spot_store_new(out_store: *mut u64) -> spot_status {
-    boundary("spot_store_new", || {
-        let out = Out::new(out_store, "out_store")?;
-        out.write(STORES.insert(Arc::new(FfiStore {
-            store: Arc::new(EmbeddedStore::new()),
-            cluster: Cluster::new(),
-        })));
-        Ok(())
-    })
-}
-
-/// Frees a store handle (nodes started on it keep their reference).
-/// Errors: SPOT_E_INVALID_HANDLE.
-#[no_mangle]
-pub extern "C" fn spot_store_free(store: u64) -> spot_status {
-    boundary("spot_store_free", || STORES.remove(store).map(drop))
-}
-
-/// Marks node `node_id` unusable while its lease runs: its Spots are Unavailable
-/// (nothing re-creates them). For tests of several simulated nodes.
-/// Errors: SPOT_E_INVALID_HANDLE.
-#[no_mangle]
-pub extern "C" fn spot_store_mark_down(store: u64, node_id: u64) -> spot_status {
-    boundary("spot_store_mark_down", || {
-        STORES.get(store)?.store.mark_down(NodeId(node_id));
-        Ok(())
-    })
-}
-
-/// Ends node `node_id`'s lease: its authorities are released (its Spots' ids are Missing
-/// and may be created again).
-/// Errors: SPOT_E_INVALID_HANDLE.
-#[no_mangle]
-pub extern "C" fn spot_store_expire_node(store: u64, node_id: u64) -> spot_status {
-    boundary("spot_store_expire_node", || {
-        STORES.get(store)?.store.expire_node(NodeId(node_id));
-        Ok(())
-    })
-}
 
 fn lane_limits(items: u64, bytes: u64, default: LaneLimits) -> LaneLimits {
     LaneLimits {
@@ -156,10 +105,7 @@ pub unsafe extern "C" fn spot_node_start(
             ClockChoice::Manual => ClockKind::manual(),
         };
         let shared = match store {
-            0 => Arc::new(FfiStore {
-                store: Arc::new(EmbeddedStore::new()),
-                cluster: Cluster::new(),
-            }),
+            0 => Arc::new(FfiStore::embedded()),
             h => STORES.get(h)?,
         };
         let env = Env(cfg.env);
@@ -227,8 +173,8 @@ pub unsafe extern "C" fn spot_node_start(
         };
         let node = lf(Node::start(
             config,
-            shared.store.clone(),
-            Some(shared.cluster.clone()),
+            shared.location_store(),
+            shared.cluster(),
         ))?;
         out.write(NODES.insert(Arc::new(FfiNode {
             node,

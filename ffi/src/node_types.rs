@@ -53,6 +53,27 @@ pub type spot_factory_fn = Option<
 pub type spot_closing_fn =
     Option<unsafe extern "C" fn(env: *mut c_void, spot_id: u64, kind: u32, reason: u32)>;
 
+/// How to reach etcd (`spot_store_new_etcd`, since 2.2). Set `struct_size` to
+/// `sizeof(struct spot_etcd_config)`; a zero duration takes its default.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct spot_etcd_config {
+    /// `sizeof(struct spot_etcd_config)` as the host was built.
+    pub struct_size: u32,
+    /// Must be 0.
+    pub reserved: u32,
+    /// Comma-separated etcd client URLs (required), e.g. `"http://127.0.0.1:2379"`.
+    pub endpoints: *const std::ffi::c_char,
+    /// Key prefix of this store, ending with '/' (NULL: `"/spot-timer/"`).
+    pub prefix: *const std::ffi::c_char,
+    /// The node's owner lease in etcd (0: 10 s; whole seconds, at least 2 s).
+    pub lease_ttl_ns: u64,
+    /// How long connecting may take at start (0: 5 s).
+    pub connect_timeout_ns: u64,
+    /// How long one etcd request may take (0: 5 s).
+    pub request_timeout_ns: u64,
+}
+
 /// How to start a node. Versioned: set `struct_size = sizeof(struct spot_node_config)`;
 /// a zero limit takes its default.
 #[repr(C)]

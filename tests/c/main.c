@@ -14,5 +14,6 @@ int main(void) {
     run_lifecycle_tests();
     run_metrics_tests();
     run_session_tests();
+    run_store_etcd_tests();
     return finish_tests();
 }

@@ -393,6 +393,28 @@ namespace SpotTimer.Interop
         public IntPtr env;
     }
 
+    /// <summary>How to reach etcd (<c>spot_store_new_etcd</c>, ABI 2.2). Versioned: set <c>struct_size</c>; a zero duration takes its default.
+    /// <para>Mirror of <c>struct spot_etcd_config</c> (include/spot_timer.h).</para></summary>
+    [NativeStruct("spot_etcd_config")]
+    [StructLayout(LayoutKind.Sequential)]
+    public struct spot_etcd_config
+    {
+        /// <summary><c>sizeof(struct spot_etcd_config)</c> as the host was built.</summary>
+        public uint struct_size;
+        /// <summary>Must be 0.</summary>
+        public uint reserved;
+        /// <summary>Comma-separated etcd client URLs (UTF-8, NUL-terminated; required).</summary>
+        public IntPtr endpoints;
+        /// <summary>Key prefix ending with '/' (NULL: "/spot-timer/").</summary>
+        public IntPtr prefix;
+        /// <summary>The node's owner lease in etcd (0: 10 s; whole seconds, at least 2 s).</summary>
+        public ulong lease_ttl_ns;
+        /// <summary>How long connecting may take at start (0: 5 s).</summary>
+        public ulong connect_timeout_ns;
+        /// <summary>How long one etcd request may take (0: 5 s).</summary>
+        public ulong request_timeout_ns;
+    }
+
     /// <summary>A host's report that a record's handler ended (SPOT_OUTCOME_OK / FAILED) or never started (NOT_STARTED; DEFERRED keeps a tick, and ends a message as not started).
     /// <para>Mirror of <c>struct spot_node_completion</c> (include/spot_timer.h).</para></summary>
     [NativeStruct("spot_node_completion")]
@@ -687,6 +709,15 @@ namespace SpotTimer.Interop
         /// <para>Ownership: the caller frees it with <c>spot_store_free</c> after the nodes using it. Errors: SPOT_E_NULL_ARGUMENT.</para></summary>
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         public static extern int spot_store_new(ulong* out_store);
+
+        /// <summary>Connects to etcd and returns a Location Store shared by the nodes of several processes (ABI 2.2): the node's owner lease is an etcd lease; creations, lookups and releases are etcd transactions; routes to Ready Spots are cached and invalidated by a watch (a steady-state send makes no etcd request). While etcd cannot be reached, creating a missing Spot is SPOT_E_UNAVAILABLE.
+        /// <para>Errors: SPOT_E_NULL_ARGUMENT, SPOT_E_BAD_STRUCT_SIZE, SPOT_E_INVALID_ARGUMENT, SPOT_E_STORE (etcd cannot be reached within the connect timeout).</para></summary>
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern int spot_store_new_etcd(spot_etcd_config* cfg, ulong* out_store);
+
+        /// <summary>The number of etcd requests the store has made (0 for the embedded store). Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT.</summary>
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern int spot_store_requests(ulong store, ulong* out_requests);
 
         /// <summary>Frees a store handle (nodes started on it keep their reference). Errors: SPOT_E_INVALID_HANDLE.</summary>
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]

@@ -29,10 +29,12 @@ namespace SpotTimer
         }
     }
 
-    /// <summary>An embedded Location Store with its in-process cluster (docs/lifecycle.md, L7):
-    /// <see cref="Node"/>s started on the same Store are simulated nodes of one cluster, sharing
-    /// the record of which node owns which Spot. Thread-safe. After <see cref="Dispose"/> every
-    /// call (and starting a node on it) throws ObjectDisposedException.</summary>
+    /// <summary>A Location Store (docs/lifecycle.md, L7). <c>new Store()</c> is the embedded store
+    /// with its in-process cluster: <see cref="Node"/>s started on the same Store are simulated
+    /// nodes of one cluster, sharing the record of which node owns which Spot.
+    /// <see cref="Etcd"/> connects to etcd instead: nodes of several processes agree there.
+    /// Thread-safe. After <see cref="Dispose"/> every call (and starting a node on it) throws
+    /// ObjectDisposedException.</summary>
     public sealed class Store : IDisposable
     {
         readonly StoreSafeHandle _handle;
@@ -45,6 +47,83 @@ namespace SpotTimer
             unsafe { s = Native.spot_store_new(&id); }
             if (s != 0) throw SpotTimerException.From(s, Native.LastError());
             _handle = new StoreSafeHandle(id);
+            IsEtcd = false;
+        }
+
+        Store(ulong id, bool etcd)
+        {
+            _handle = new StoreSafeHandle(id);
+            IsEtcd = etcd;
+        }
+
+        /// <summary>Connects to etcd (spot_store_new_etcd): a Location Store shared by the nodes of
+        /// several processes. <paramref name="endpoints"/>: client URLs such as
+        /// <c>http://127.0.0.1:2379</c>; <paramref name="prefix"/>: every key of the store starts with
+        /// it (must end with '/'); <paramref name="leaseTtl"/>: the node's owner lease in etcd (whole
+        /// seconds, at least 2 s; default 10 s); timeouts default to 5 s. Throws
+        /// <see cref="LocationStoreException"/> when etcd cannot be reached (the message names the
+        /// endpoints), <see cref="SpotInvalidArgumentException"/> for a bad configuration.</summary>
+        public static Store Etcd(string[] endpoints, string prefix = null, TimeSpan? leaseTtl = null,
+                                 TimeSpan? connectTimeout = null, TimeSpan? requestTimeout = null)
+        {
+            if (endpoints == null) throw new ArgumentNullException("endpoints");
+            byte[] ep = Utf8Z(string.Join(",", endpoints));
+            byte[] pf = prefix == null ? null : Utf8Z(prefix);
+            var cfg = new spot_etcd_config();
+            ulong id;
+            int s;
+            unsafe
+            {
+                cfg.struct_size = (uint)sizeof(spot_etcd_config);
+                cfg.lease_ttl_ns = Ns(leaseTtl, "leaseTtl");
+                cfg.connect_timeout_ns = Ns(connectTimeout, "connectTimeout");
+                cfg.request_timeout_ns = Ns(requestTimeout, "requestTimeout");
+                fixed (byte* e = ep)
+                fixed (byte* p = pf)
+                {
+                    cfg.endpoints = (IntPtr)e;
+                    cfg.prefix = (IntPtr)p;
+                    s = Native.spot_store_new_etcd(&cfg, &id);
+                }
+            }
+            if (s != 0) throw SpotTimerException.From(s, Native.LastError());
+            return new Store(id, true);
+        }
+
+        static byte[] Utf8Z(string v)
+        {
+            var b = System.Text.Encoding.UTF8.GetBytes(v);
+            Array.Resize(ref b, b.Length + 1);
+            return b;
+        }
+
+        static ulong Ns(TimeSpan? d, string name)
+        {
+            if (!d.HasValue) return 0;
+            if (d.Value <= TimeSpan.Zero)
+                throw new ArgumentOutOfRangeException(name, d.Value, name + " must be positive");
+            return (ulong)d.Value.Ticks * 100;
+        }
+
+        /// <summary>True for an etcd store (<see cref="Etcd"/>).</summary>
+        public bool IsEtcd { get; private set; }
+
+        /// <summary>The etcd requests this store has made (0 for the embedded store): a
+        /// steady-state send makes none.</summary>
+        public ulong Requests
+        {
+            get
+            {
+                bool added = false;
+                try
+                {
+                    ulong id = Enter(ref added);
+                    ulong n;
+                    unsafe { Check(Native.spot_store_requests(id, &n)); }
+                    return n;
+                }
+                finally { if (added) _handle.DangerousRelease(); }
+            }
         }
 
         /// <summary>The native store handle.</summary>
