@@ -502,13 +502,38 @@ public:
     }
     ~Store() { reset(); }
 
+    // The etcd Location Store shared by the nodes of several processes (spot_store_new_etcd):
+    // `endpoints` comma-separated client URLs, `prefix` empty for the default; a zero
+    // duration takes its default. Throws spot::Error (SPOT_E_STORE when etcd cannot be
+    // reached, naming the endpoints).
+    static Store etcd(const std::string &endpoints, const std::string &prefix = {},
+                      nanoseconds lease_ttl = nanoseconds::zero(),
+                      nanoseconds connect_timeout = nanoseconds::zero()) {
+        spot_etcd_config c{};
+        c.struct_size = sizeof c;
+        c.endpoints = endpoints.c_str();
+        c.prefix = prefix.empty() ? nullptr : prefix.c_str();
+        c.lease_ttl_ns = duration_ns(lease_ttl, "Store::etcd: lease_ttl");
+        c.connect_timeout_ns = duration_ns(connect_timeout, "Store::etcd: connect_timeout");
+        uint64_t h = 0;
+        check(spot_store_new_etcd(&c, &h));
+        return Store(h);
+    }
+
     uint64_t handle() const noexcept { return h_; }
+    // etcd requests this store has made (0 for the embedded store).
+    uint64_t requests() const {
+        uint64_t n = 0;
+        check(spot_store_requests(h_, &n));
+        return n;
+    }
     // Node `node_id` is unusable while its lease runs: its Spots are Unavailable.
     void mark_down(uint64_t node_id) { check(spot_store_mark_down(h_, node_id)); }
     // Node `node_id`'s lease is over: its Spots' ids are Missing (may be created again).
     void expire_node(uint64_t node_id) { check(spot_store_expire_node(h_, node_id)); }
 
 private:
+    explicit Store(uint64_t h) noexcept : h_(h) {}
     void reset() noexcept {
         if (h_) spot_store_free(std::exchange(h_, 0));
     }

@@ -354,6 +354,14 @@ static void ticks_and_bad_input() {
     EXPECT(run_ready(a) == (Ran{{S, "on a"}}));
     spot::Store moved(std::move(store));
     EXPECT(store.handle() == 0 && moved.handle() != 0);
+    EXPECT(moved.requests() == 0); // the embedded store asks no etcd
+    // the etcd store: an unreachable endpoint is an error at start, naming it
+    expect_error("etcd unreachable", SPOT_E_STORE, "127.0.0.1:1", [] {
+        (void)spot::Store::etcd("http://127.0.0.1:1", {}, 0s, 1s);
+    });
+    expect_error("etcd lease ttl", SPOT_E_INVALID_ARGUMENT, "lease_ttl", [] {
+        (void)spot::Store::etcd("http://127.0.0.1:1", {}, 1500ms);
+    });
 }
 
 int main() {
