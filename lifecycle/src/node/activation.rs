@@ -2,7 +2,7 @@
 //! callers race; Ready is published to the admission view in the same continuation as the
 //! store's commit; a failed creation releases its reservation.
 
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -300,13 +300,15 @@ impl Node {
             generation: reservation.generation,
             authority: reservation.authority,
             owner,
-            next_doorbell: AtomicU64::new(0),
             state: parking_lot::Mutex::new(SpotState {
                 application: LaneUse::default(),
                 lifecycle: LaneUse::default(),
                 application_queue: Default::default(),
                 lifecycle_queue: Default::default(),
                 in_flight: 0,
+                burst_left: 0,
+                doorbell: None,
+                doorbells: 0,
                 last_finished: self.rt.now(),
                 closing: false,
                 close_pending: None,

@@ -15,7 +15,7 @@ use crate::kind::{Instance, Spot, SpotId, SpotKind, User};
 use crate::lane::{LaneKind, ITEM_OVERHEAD_BYTES};
 use crate::resolver::{resolve, Resolution};
 use crate::store::NodeId;
-use crate::work::{Work, DOORBELL_KEY};
+use crate::timer_work::{Work, DOORBELL_KEY};
 
 impl Node {
     /// Sends an application message to a Ready Spot. A missing id gives `NotFound`
@@ -199,9 +199,10 @@ impl Node {
         Ok(s.generation)
     }
 
-    /// Admits one item to a local Spot's lane and rings its doorbell: one record of the
-    /// timer runtime per item, so the item runs under the Spot's gate and lease check and
-    /// in the same batches as its ticks.
+    /// Admits one item to a local Spot's lane, ringing its doorbell if none is rung: the
+    /// item reaches the host in a burst of its Spot's messages under one record of the
+    /// timer runtime, so it runs under the Spot's gate and lease check and in the same
+    /// batches as its ticks.
     pub(crate) fn admit(&self, s: &LocalSpot, lane: LaneKind, payload: Box<[u8]>) -> Result<()> {
         if let Err(e) = s.owner.check() {
             self.counters.stale_routes.fetch_add(1, Relaxed);
@@ -256,39 +257,29 @@ impl Node {
                 queue: Queue::NodeInbound,
             });
         }
-        let key = DOORBELL_KEY | s.next_doorbell.fetch_add(1, Relaxed);
-        // Registered under the Spot's lock so the doorbell and the item cannot be
-        // separated by a close; the timer runtime calls nothing of ours back.
-        let doorbell =
-            match s
-                .owner
-                .register_id(key, TimerSpec::after(Duration::ZERO), Work::Doorbell, None)
-            {
-                Ok(id) => id,
-                Err(e) => {
-                    self.inbound_bytes.fetch_sub(len, Relaxed);
-                    match lane {
-                        LaneKind::Application => st.application.release(cost),
-                        LaneKind::Lifecycle => st.lifecycle.release(cost),
-                    }
-                    return Err(match e {
-                        spot_timer_core::Error::LeaseExpired => LifecycleError::StaleRoute {
-                            spot: s.id,
-                            reason: StaleReason::LeaseExpired,
-                        },
-                        spot_timer_core::Error::Revoked => LifecycleError::StaleRoute {
-                            spot: s.id,
-                            reason: StaleReason::NotOwner,
-                        },
-                        other => other.into(),
-                    });
+        // The doorbell is rung under the Spot's lock so it and the queue cannot be
+        // separated by a close; one rung doorbell serves every message queued behind it.
+        if st.doorbell.is_none() {
+            if let Err(e) = ring(s, st) {
+                self.inbound_bytes.fetch_sub(len, Relaxed);
+                match lane {
+                    LaneKind::Application => st.application.release(cost),
+                    LaneKind::Lifecycle => st.lifecycle.release(cost),
                 }
-            };
-        let item = Item {
-            payload,
-            cost,
-            doorbell,
-        };
+                return Err(match e {
+                    spot_timer_core::Error::LeaseExpired => LifecycleError::StaleRoute {
+                        spot: s.id,
+                        reason: StaleReason::LeaseExpired,
+                    },
+                    spot_timer_core::Error::Revoked => LifecycleError::StaleRoute {
+                        spot: s.id,
+                        reason: StaleReason::NotOwner,
+                    },
+                    other => other.into(),
+                });
+            }
+        }
+        let item = Item { payload, cost };
         match lane {
             LaneKind::Application => st.application_queue.push_back(item),
             LaneKind::Lifecycle => st.lifecycle_queue.push_back(item),
@@ -297,4 +288,16 @@ impl Node {
         debug_assert!(cost >= ITEM_OVERHEAD_BYTES);
         Ok(())
     }
+}
+
+/// Rings Spot `s`'s doorbell (its lock held as `st`): a one-shot record of the timer
+/// runtime, due now, whose hand-over takes the queued messages in a burst.
+pub(super) fn ring(s: &LocalSpot, st: &mut super::SpotState) -> spot_timer_core::Result<()> {
+    let key = DOORBELL_KEY | u64::from(st.doorbells);
+    let id = s
+        .owner
+        .register_id(key, TimerSpec::after(Duration::ZERO), Work::Doorbell, None)?;
+    st.doorbells = st.doorbells.wrapping_add(1);
+    st.doorbell = Some(id);
+    Ok(())
 }

@@ -123,20 +123,22 @@ impl Node {
 
     /// Drops what waits in the Spot's lanes (counted), returning its inbound bytes.
     fn drop_queued(&self, s: &LocalSpot) {
-        let drained = {
+        let (drained, doorbell) = {
             let mut st = s.state.lock();
             let mut items = std::mem::take(&mut st.application_queue);
             items.append(&mut st.lifecycle_queue);
-            items
+            (items, st.doorbell.take())
         };
+        // The doorbell rung for them must not take the gate any more (a close may wait
+        // for it).
+        if let Some(d) = doorbell {
+            let _ = self.rt.cancel_timer_nowait(d);
+        }
         for item in &drained {
             self.inbound_bytes
                 .fetch_sub(item.cost - ITEM_OVERHEAD_BYTES, Relaxed);
-            // Its doorbell must not take the gate any more (a close may wait for it).
-            let _ = self.rt.cancel_timer_nowait(item.doorbell);
         }
-        // Their doorbells end with the owner (or complete not started): count the
-        // messages once, here.
+        // Counted once, here.
         self.counters
             .messages_dropped
             .fetch_add(drained.len() as u64, Relaxed);
