@@ -303,8 +303,7 @@ impl Node {
             state: parking_lot::Mutex::new(SpotState {
                 application: LaneUse::default(),
                 lifecycle: LaneUse::default(),
-                application_queue: Default::default(),
-                lifecycle_queue: Default::default(),
+                queues: None,
                 in_flight: 0,
                 burst_left: 0,
                 doorbell: None,

@@ -280,9 +280,10 @@ impl Node {
             }
         }
         let item = Item { payload, cost };
+        let q = st.queues.get_or_insert_with(Default::default);
         match lane {
-            LaneKind::Application => st.application_queue.push_back(item),
-            LaneKind::Lifecycle => st.lifecycle_queue.push_back(item),
+            LaneKind::Application => q.application.push_back(item),
+            LaneKind::Lifecycle => q.lifecycle.push_back(item),
         }
         self.counters.messages_admitted.fetch_add(1, Relaxed);
         debug_assert!(cost >= ITEM_OVERHEAD_BYTES);

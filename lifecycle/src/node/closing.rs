@@ -125,8 +125,13 @@ impl Node {
     fn drop_queued(&self, s: &LocalSpot) {
         let (drained, doorbell) = {
             let mut st = s.state.lock();
-            let mut items = std::mem::take(&mut st.application_queue);
-            items.append(&mut st.lifecycle_queue);
+            let items = st.queues.take().map_or(0, |q| {
+                for item in q.application.iter().chain(&q.lifecycle) {
+                    self.inbound_bytes
+                        .fetch_sub(item.cost - ITEM_OVERHEAD_BYTES, Relaxed);
+                }
+                q.len()
+            });
             (items, st.doorbell.take())
         };
         // The doorbell rung for them must not take the gate any more (a close may wait
@@ -134,14 +139,10 @@ impl Node {
         if let Some(d) = doorbell {
             let _ = self.rt.cancel_timer_nowait(d);
         }
-        for item in &drained {
-            self.inbound_bytes
-                .fetch_sub(item.cost - ITEM_OVERHEAD_BYTES, Relaxed);
-        }
         // Counted once, here.
         self.counters
             .messages_dropped
-            .fetch_add(drained.len() as u64, Relaxed);
+            .fetch_add(drained as u64, Relaxed);
     }
 
     /// The rest of a close, its gate held (`gate`) or the node shutting down: the closing

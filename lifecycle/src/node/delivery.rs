@@ -132,7 +132,7 @@ impl Node {
         room: usize,
         out: &mut Vec<SpotRecord>,
     ) {
-        let queued = st.lifecycle_queue.len() + st.application_queue.len();
+        let queued = st.queues.as_ref().map_or(0, |q| q.len());
         let take = queued.min(room).min(BURST_LIMIT);
         if take == 0 {
             // Its messages were dropped meanwhile: the doorbell ends, its gate is free.
@@ -141,10 +141,11 @@ impl Node {
         }
         let burst = Arc::new(Burst::new(s.clone(), core));
         out.reserve(take);
+        let q = st.queues.as_mut().expect("counted above");
         for index in 0..take as u32 {
-            let (lane, item) = match st.lifecycle_queue.pop_front() {
+            let (lane, item) = match q.lifecycle.pop_front() {
                 Some(i) => (LaneKind::Lifecycle, i),
-                None => match st.application_queue.pop_front() {
+                None => match q.application.pop_front() {
                     Some(i) => (LaneKind::Application, i),
                     None => unreachable!("counted above"),
                 },
@@ -158,6 +159,10 @@ impl Node {
                 payload: item.payload,
                 cost: item.cost,
             }));
+        }
+        if take == queued {
+            // Nothing left: an idle Spot keeps no queue.
+            st.queues = None;
         }
         st.in_flight += take as u32;
         st.burst_left = take as u32;

@@ -183,12 +183,25 @@ struct Item {
     cost: u64,
 }
 
+/// A Spot's queued messages, one FIFO per lane.
+#[derive(Default)]
+struct Queues {
+    application: VecDeque<Item>,
+    lifecycle: VecDeque<Item>,
+}
+
+impl Queues {
+    fn len(&self) -> usize {
+        self.application.len() + self.lifecycle.len()
+    }
+}
+
 /// What a Spot holds, under its mutex.
 pub(crate) struct SpotState {
     application: LaneUse,
     lifecycle: LaneUse,
-    application_queue: VecDeque<Item>,
-    lifecycle_queue: VecDeque<Item>,
+    /// The queued messages; none while nothing is queued (an idle Spot keeps no queue).
+    queues: Option<Box<Queues>>,
     /// Records of this Spot handed to the host and not yet completed.
     in_flight: u32,
     /// Messages of the burst in flight not yet completed: its doorbell's record completes
