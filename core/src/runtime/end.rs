@@ -252,6 +252,11 @@ impl<P> Shared<P> {
                     Some(p) => *entry.into_mut() = p,
                     None => {
                         entry.remove();
+                        if inner.keys.is_empty() {
+                            // An owner with no timer left keeps no key table (many owners
+                            // sit idle between one-shot timers).
+                            inner.keys.shrink_to(0, |_| 0);
+                        }
                     }
                 }
             } else if after_callback {
