@@ -56,23 +56,30 @@ impl<T: Clone> Catalog<T> {
         self.ids.len()
     }
 
-    /// The next at most `SCAN_LIMIT` entries from the cursor (wrapping once), advancing it.
-    pub fn next_batch(&mut self, out: &mut Vec<T>) {
+    /// Examines the next at most `SCAN_LIMIT` entries from the cursor (wrapping once),
+    /// advancing it, and puts those `keep` accepts in `out`. Only kept entries are cloned,
+    /// so the others are only read. Returns how many were examined.
+    pub fn next_batch(&mut self, out: &mut Vec<T>, keep: impl Fn(&T) -> bool) -> usize {
         out.clear();
         let n = self.ids.len();
         if n == 0 {
-            return;
+            return 0;
         }
         if self.cursor >= n {
             self.cursor = 0;
         }
-        for _ in 0..SCAN_LIMIT.min(n) {
-            out.push(self.ids[self.cursor].1.clone());
+        let examined = SCAN_LIMIT.min(n);
+        for _ in 0..examined {
+            let v = &self.ids[self.cursor].1;
+            if keep(v) {
+                out.push(v.clone());
+            }
             self.cursor += 1;
             if self.cursor == n {
                 self.cursor = 0;
             }
         }
+        examined
     }
 }
 
@@ -87,18 +94,20 @@ mod tests {
             c.insert(SpotId(i), i);
         }
         let mut out = Vec::new();
-        c.next_batch(&mut out);
+        c.next_batch(&mut out, |_| true);
         assert_eq!(out.len(), SCAN_LIMIT);
         assert_eq!(out[0], 0);
-        c.next_batch(&mut out);
+        c.next_batch(&mut out, |_| true);
         assert_eq!(out[0], 64);
         let mut seen = std::collections::HashSet::new();
         for _ in 0..4 {
-            c.next_batch(&mut out);
+            c.next_batch(&mut out, |_| true);
             seen.extend(out.iter().copied());
         }
         assert_eq!(seen.len(), 200, "every id is examined within a few passes");
         c.remove(SpotId(5));
         assert_eq!(c.len(), 199);
+        assert_eq!(c.next_batch(&mut out, |v| v % 2 == 0), SCAN_LIMIT);
+        assert_eq!(out.len(), SCAN_LIMIT / 2, "only the kept entries");
     }
 }

@@ -308,11 +308,11 @@ impl Node {
                 burst_left: 0,
                 doorbell: None,
                 doorbells: 0,
-                last_finished: self.rt.now(),
                 closing: false,
                 close_pending: None,
             }),
             closing: Default::default(),
+            idle_since: self.rt.now().into(),
         });
         // Publication (L3): the Spot enters the admission view with its lock held, then
         // Ready is committed, then the creating call's message is admitted, then the lock

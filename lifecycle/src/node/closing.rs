@@ -8,7 +8,7 @@
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed};
 use std::sync::Arc;
 
-use super::{CloseReason, LocalSpot, Node};
+use super::{CloseReason, LocalSpot, Node, BUSY};
 use crate::error::Result;
 use crate::kind::{Instance, Spot, User};
 use crate::lane::ITEM_OVERHEAD_BYTES;
@@ -35,18 +35,23 @@ impl Node {
             return 0;
         };
         let timeout = timeout.as_nanos().min(u64::MAX as u128) as u64;
+        let now = self.rt.now();
+        let idle_long = |s: &LocalSpot| {
+            let t = s.idle_since.load(Acquire);
+            t != BUSY && now.saturating_sub(t) >= timeout
+        };
         let mut batch = Vec::new();
-        self.catalog.lock().next_batch(&mut batch);
+        // Reads one word of each Spot it passes over; only candidates are taken further.
+        let examined = self.catalog.lock().next_batch(&mut batch, |s| idle_long(s));
         self.counters.eviction_passes.fetch_add(1, Relaxed);
         self.counters
             .eviction_examined
-            .fetch_add(batch.len() as u64, Relaxed);
-        let now = self.rt.now();
+            .fetch_add(examined as u64, Relaxed);
         let mut evicted = 0;
         for s in batch {
             let idle = {
                 let st = s.state.lock();
-                !st.closing && st.quiescent() && now.saturating_sub(st.last_finished) >= timeout
+                !st.closing && st.quiescent() && idle_long(&s)
             };
             if idle && self.close_spot(&s, CloseReason::IdleEvicted, true) {
                 evicted += 1;

@@ -101,6 +101,7 @@ impl Node {
                 match st.application.reserve(&limits, LaneKind::Application, 0) {
                     Ok(cost) => {
                         st.in_flight += 1;
+                        s.mark_busy();
                         out.push(SpotRecord::Tick(SpotTick {
                             standing: s.clone(),
                             spot,
@@ -205,20 +206,15 @@ impl Node {
             };
             let mut st = s.state.lock();
             for c in group {
-                self.finish_one(&mut st, c, now, core);
+                self.finish_one(&mut st, c, core);
             }
+            s.note_finished(&st, now);
         }
     }
 
     /// The lifecycle side of one completion, its Spot's lock held: the lane reservation
-    /// comes back, and the Spot's last activity is now.
-    fn finish_one(
-        &self,
-        st: &mut SpotState,
-        c: &SpotCompletion,
-        now: u64,
-        core: &mut Vec<Completion>,
-    ) {
+    /// comes back (the caller notes the Spot's activity).
+    fn finish_one(&self, st: &mut SpotState, c: &SpotCompletion, core: &mut Vec<Completion>) {
         if st.closing {
             // The record's timer ends here rather than coming back for a closing Spot (and
             // taking the gate its close waits for).
@@ -229,7 +225,6 @@ impl Node {
             LaneKind::Lifecycle => st.lifecycle.release(c.cost),
         }
         st.in_flight -= 1;
-        st.last_finished = now;
         if !c.message {
             core.push(c.core);
             return;

@@ -212,8 +212,6 @@ pub(crate) struct SpotState {
     doorbell: Option<spot_timer_core::TimerId>,
     /// Doorbells rung so far (their keys).
     doorbells: u32,
-    /// When its last application work finished (or it was created).
-    last_finished: Nanos,
     /// A close is in progress: nothing more is admitted.
     closing: bool,
     /// A close waiting for the record that holds the Spot's gate to complete.
@@ -237,7 +235,14 @@ pub(crate) struct LocalSpot {
     /// Mirrors `state.closing` for the start check, which takes no lock (records of the
     /// Spot reach it through `Standing`).
     closing: AtomicBool,
+    /// When the Spot last became quiescent (its creation counts), or `BUSY` while work of
+    /// it is queued or handed over: written under the Spot's lock, read by the eviction
+    /// scan without it (so a scan only reads the Spots it passes over).
+    idle_since: AtomicU64,
 }
+
+/// `LocalSpot::idle_since` of a Spot with work queued or handed over.
+const BUSY: Nanos = Nanos::MAX;
 
 impl std::fmt::Debug for LocalSpot {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -265,6 +270,20 @@ impl LocalSpot {
         match lane {
             LaneKind::Application => st.application,
             LaneKind::Lifecycle => st.lifecycle,
+        }
+    }
+
+    /// The Spot has work queued or handed over (its lock held).
+    fn mark_busy(&self) {
+        self.idle_since
+            .store(BUSY, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Work of the Spot completed at `now` (its lock held): idle from now if none is left.
+    fn note_finished(&self, st: &SpotState, now: Nanos) {
+        if st.quiescent() {
+            self.idle_since
+                .store(now, std::sync::atomic::Ordering::Release);
         }
     }
 
