@@ -1063,3 +1063,28 @@ fn a_record_whose_spot_closed_since_the_hand_over_does_not_start() {
         Some((b.id(), SpotKind::User, CloseReason::Closed, true))
     );
 }
+
+#[test]
+fn send_here_reaches_only_a_spot_of_this_node_and_gives_the_payload_back_otherwise() {
+    let w = World::new();
+    let a = w.node(1);
+    let b = w.node(2);
+    a.create_user_spot(S).unwrap();
+    assert!(matches!(
+        a.send_here(S, b"here".to_vec().into()),
+        Ok(Ok(()))
+    ));
+    // On another node, or nowhere: the payload comes back, nothing was admitted or read.
+    match b.send_here(S, b"there".to_vec().into()) {
+        Err(p) => assert_eq!(&*p, b"there"),
+        Ok(r) => panic!("{r:?}"),
+    }
+    assert!(b.send_here(SpotId(999), Box::from(&b""[..])).is_err());
+    assert_eq!(b.stats().messages_admitted, 0);
+    assert_eq!(run_ready(&a), vec![Ran::Message(S, b"here".to_vec())]);
+    b.shutdown();
+    assert!(matches!(
+        b.send_here(S, Box::from(&b""[..])),
+        Ok(Err(LifecycleError::Closed))
+    ));
+}

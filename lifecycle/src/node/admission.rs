@@ -26,6 +26,24 @@ impl Node {
             .map(|_| ())
     }
 
+    /// [`Node::send`] to a Spot active on this node, and only there: it never reads the
+    /// store, forwards or waits for a creation, so a binding may call it without releasing
+    /// its interpreter lock. `Err(payload)`: the Spot is not active here (send it with
+    /// [`Node::send`]); `Ok` holds what `send` would have returned.
+    pub fn send_here(
+        &self,
+        spot: SpotId,
+        payload: Box<[u8]>,
+    ) -> std::result::Result<Result<()>, Box<[u8]>> {
+        if let Err(e) = self.check_open() {
+            return Ok(Err(e));
+        }
+        match self.local(spot) {
+            Some(s) => Ok(self.admit(&s, LaneKind::Application, payload)),
+            None => Err(payload),
+        }
+    }
+
     /// Sends lifecycle work to a Ready Spot (its lifecycle lane, served first).
     pub fn send_lifecycle(&self, spot: SpotId, payload: impl Into<Box<[u8]>>) -> Result<()> {
         self.route(spot, LaneKind::Lifecycle, payload.into(), None)
