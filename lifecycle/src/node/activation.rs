@@ -294,6 +294,7 @@ impl Node {
             .rt
             .acquire_owner(id.0, self.owner_options())
             .map_err(|e| fail(e.into()))?;
+        let now = self.rt.now();
         let spot = Arc::new(LocalSpot {
             id,
             kind,
@@ -310,9 +311,9 @@ impl Node {
                 doorbells: 0,
                 closing: false,
                 close_pending: None,
+                place: crate::kind::evictable(kind).then(|| self.catalog.lock().reserve(now)),
             }),
             closing: Default::default(),
-            idle_since: self.rt.now().into(),
         });
         // Publication (L3): the Spot enters the admission view with its lock held, then
         // Ready is committed, then the creating call's message is admitted, then the lock
@@ -323,13 +324,16 @@ impl Node {
         self.spots.write().insert(id, spot.clone());
         if let Err(e) = self.store.commit_ready(&reservation) {
             spot.set_closing(&mut st, true);
+            if let Some(p) = st.place.take() {
+                self.catalog.lock().remove(p);
+            }
             drop(st);
             self.spots.write().remove(&id);
             let _ = spot.owner.release();
             return Err(fail(e));
         }
-        if crate::kind::evictable(kind) {
-            self.catalog.lock().insert(id, spot.clone());
+        if let Some(p) = &st.place {
+            self.catalog.lock().fill(p, spot.clone());
         }
         self.counters.created.fetch_add(1, Relaxed);
         if let Some((lane, payload)) = first.take() {

@@ -303,7 +303,7 @@ impl Node {
             LaneKind::Application => q.application.push_back(item),
             LaneKind::Lifecycle => q.lifecycle.push_back(item),
         }
-        s.mark_busy();
+        st.mark_busy();
         self.counters.messages_admitted.fetch_add(1, Relaxed);
         debug_assert!(cost >= ITEM_OVERHEAD_BYTES);
         Ok(())

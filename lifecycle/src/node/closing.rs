@@ -8,7 +8,7 @@
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed};
 use std::sync::Arc;
 
-use super::{CloseReason, LocalSpot, Node, BUSY};
+use super::{CloseReason, LocalSpot, Node};
 use crate::error::Result;
 use crate::kind::{Instance, Spot, User};
 use crate::lane::ITEM_OVERHEAD_BYTES;
@@ -36,13 +36,13 @@ impl Node {
         };
         let timeout = timeout.as_nanos().min(u64::MAX as u128) as u64;
         let now = self.rt.now();
-        let idle_long = |s: &LocalSpot| {
-            let t = s.idle_since.load(Acquire);
-            t != BUSY && now.saturating_sub(t) >= timeout
-        };
         let mut batch = Vec::new();
-        // Reads one word of each Spot it passes over; only candidates are taken further.
-        let examined = self.catalog.lock().next_batch(&mut batch, |s| idle_long(s));
+        // Reads the activity words of the places it passes over; only candidates are taken
+        // further.
+        let examined = self
+            .catalog
+            .lock()
+            .next_batch(&mut batch, |since| now.saturating_sub(since) >= timeout);
         self.counters.eviction_passes.fetch_add(1, Relaxed);
         self.counters
             .eviction_examined
@@ -51,7 +51,7 @@ impl Node {
         for s in batch {
             let idle = {
                 let st = s.state.lock();
-                !st.closing && st.quiescent() && idle_long(&s)
+                !st.closing && st.quiescent() && st.idle_for(now).is_some_and(|d| d >= timeout)
             };
             if idle && self.close_spot(&s, CloseReason::IdleEvicted, true) {
                 evicted += 1;
@@ -166,7 +166,10 @@ impl Node {
         self.drop_queued(s);
         self.spots.write().remove(&s.id);
         self.occupied.fetch_sub(1, Relaxed);
-        self.catalog.lock().remove(s.id);
+        let place = s.state.lock().place.take();
+        if let Some(p) = place {
+            self.catalog.lock().remove(p);
+        }
         self.publish_active();
         let _ = self.store.release(s.id, s.authority);
         match reason {

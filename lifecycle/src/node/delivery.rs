@@ -101,7 +101,7 @@ impl Node {
                 match st.application.reserve(&limits, LaneKind::Application, 0) {
                     Ok(cost) => {
                         st.in_flight += 1;
-                        s.mark_busy();
+                        st.mark_busy();
                         out.push(SpotRecord::Tick(SpotTick {
                             standing: s.clone(),
                             spot,
@@ -208,7 +208,7 @@ impl Node {
             for c in group {
                 self.finish_one(&mut st, c, core);
             }
-            s.note_finished(&st, now);
+            st.note_finished(now);
         }
     }
 

@@ -9,7 +9,10 @@
 //!   store's release.
 //! - A Spot's lanes, queues and activity are guarded by its own mutex; no other lock is
 //!   taken while it is held except the timer runtime's (a doorbell registration), which
-//!   never calls back into this layer.
+//!   never calls back into this layer, and at publication the admission view's and the
+//!   catalog's (never the other way round: the eviction scan releases the catalog before
+//!   it locks a Spot). A Spot notes its activity in its catalog place under its mutex, and
+//!   leaves the catalog by taking its place out under it.
 //! - A closing Spot (its `closing` flag, mirrored outside the mutex for the start check)
 //!   admits and starts nothing; its close finishes once no record of it holds its gate.
 //! - Work reaches the host only as records of the timer runtime, so a Spot's messages and
@@ -35,7 +38,7 @@ use std::time::Duration;
 use parking_lot::{Mutex, RwLock};
 use spot_timer_core::{ClockKind, GateMode, Nanos, Owner, Runtime, RuntimeConfig, Sink, TimerSpec};
 
-use crate::catalog::Catalog;
+use crate::catalog::{Catalog, Place, BUSY};
 use crate::cluster::Cluster;
 use crate::error::{LifecycleError, Queue, Result};
 use crate::kind::{Entry, Instance, Kind, Spot, SpotId, SpotKind, User};
@@ -216,11 +219,34 @@ pub(crate) struct SpotState {
     closing: bool,
     /// A close waiting for the record that holds the Spot's gate to complete.
     close_pending: Option<CloseReason>,
+    /// Its place in the eviction catalog (evictable Spots), where its activity is noted
+    /// under this lock; taken out when it leaves the catalog.
+    place: Option<Place>,
 }
 
 impl SpotState {
     fn quiescent(&self) -> bool {
         self.in_flight == 0 && self.application.items == 0 && self.lifecycle.items == 0
+    }
+
+    /// The Spot has work queued or handed over.
+    fn mark_busy(&self) {
+        if let Some(p) = &self.place {
+            p.set(BUSY);
+        }
+    }
+
+    /// Work of the Spot completed at `now`: idle from now if none is left.
+    fn note_finished(&self, now: Nanos) {
+        if let Some(p) = self.place.as_ref().filter(|_| self.quiescent()) {
+            p.set(now);
+        }
+    }
+
+    /// How long the Spot has been quiescent at `now` (None: busy, or not evictable).
+    fn idle_for(&self, now: Nanos) -> Option<Nanos> {
+        let since = self.place.as_ref()?.get();
+        (since != BUSY).then(|| now.saturating_sub(since))
     }
 }
 
@@ -235,14 +261,7 @@ pub(crate) struct LocalSpot {
     /// Mirrors `state.closing` for the start check, which takes no lock (records of the
     /// Spot reach it through `Standing`).
     closing: AtomicBool,
-    /// When the Spot last became quiescent (its creation counts), or `BUSY` while work of
-    /// it is queued or handed over: written under the Spot's lock, read by the eviction
-    /// scan without it (so a scan only reads the Spots it passes over).
-    idle_since: AtomicU64,
 }
-
-/// `LocalSpot::idle_since` of a Spot with work queued or handed over.
-const BUSY: Nanos = Nanos::MAX;
 
 impl std::fmt::Debug for LocalSpot {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -270,20 +289,6 @@ impl LocalSpot {
         match lane {
             LaneKind::Application => st.application,
             LaneKind::Lifecycle => st.lifecycle,
-        }
-    }
-
-    /// The Spot has work queued or handed over (its lock held).
-    fn mark_busy(&self) {
-        self.idle_since
-            .store(BUSY, std::sync::atomic::Ordering::Release);
-    }
-
-    /// Work of the Spot completed at `now` (its lock held): idle from now if none is left.
-    fn note_finished(&self, st: &SpotState, now: Nanos) {
-        if st.quiescent() {
-            self.idle_since
-                .store(now, std::sync::atomic::Ordering::Release);
         }
     }
 
