@@ -2,7 +2,7 @@
 //! cursor, so each idle scan examines at most [`SCAN_LIMIT`] places and continues where the
 //! previous one stopped.
 //!
-//! Each place has an activity word — when its Spot last became quiescent, or [`BUSY`] —
+//! Each place has an activity word — when its Spot last became quiescent, or `BUSY` —
 //! that the Spot writes (under its own lock) and the scan reads. The words of consecutive
 //! places lie next to each other, so a scan reads a few contiguous cache lines whatever
 //! the number of Spots, and touches a Spot only when its word makes it a candidate. A
