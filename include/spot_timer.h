@@ -1356,7 +1356,10 @@ spot_status spot_node_exchange(uint64_t node,
 
 /**
  * Right before running a record's handler: SPOT_OK if it may start; SPOT_E_STALE_ROUTE
- * if its Spot's authority ended or its lease ran out (complete it NOT_STARTED).
+ * if its Spot's authority ended or its lease ran out, or — several messages of one Spot
+ * in a batch — an earlier one of them has not started or ended yet, or another of them
+ * runs on another thread (complete it NOT_STARTED). Start a batch's records in its order,
+ * a Spot's on one thread.
  * Errors: SPOT_E_INVALID_HANDLE, SPOT_E_INVALID_COMPLETION (unknown token),
  * SPOT_E_STALE_ROUTE.
  */

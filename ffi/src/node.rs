@@ -463,7 +463,10 @@ pub unsafe extern "C" fn spot_node_exchange(
 }
 
 /// Right before running a record's handler: SPOT_OK if it may start; SPOT_E_STALE_ROUTE
-/// if its Spot's authority ended or its lease ran out (complete it NOT_STARTED).
+/// if its Spot's authority ended or its lease ran out, or — several messages of one Spot
+/// in a batch — an earlier one of them has not started or ended yet, or another of them
+/// runs on another thread (complete it NOT_STARTED). Start a batch's records in its order,
+/// a Spot's on one thread.
 /// Errors: SPOT_E_INVALID_HANDLE, SPOT_E_INVALID_COMPLETION (unknown token),
 /// SPOT_E_STALE_ROUTE.
 #[no_mangle]
@@ -482,7 +485,7 @@ pub extern "C" fn spot_node_begin(node: u64, token: u64) -> spot_status {
         } else {
             Err(Failure::new(
                 SPOT_E_STALE_ROUTE,
-                "the record's Spot no longer holds its authority (closed, revoked or lease over)",
+                "the record may not start: its Spot no longer holds its authority (closed, revoked or lease over), or an earlier message of its Spot in the batch has not started or ended, or runs on another thread",
             ))
         }
     })

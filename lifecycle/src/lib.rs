@@ -14,10 +14,12 @@
 //! Modules: [`kind`] (kinds and Spot handles), [`error`], [`lane`] (lane limits and
 //! accounting), [`store`] (the Location Store interface and the embedded store),
 //! `resolver` (the four closed states of an id), `catalog` (the eviction cursor),
-//! [`work`] (records and completions), [`cluster`] (simulated nodes in one process),
+//! `timer_work` (what a record of the timer runtime stands for), `burst` (messages handed
+//! over under one record), [`work`] (records and completions), [`cluster`] (simulated nodes in one process),
 //! [`node`] (the node, split by role).
 #![warn(missing_docs)]
 
+mod burst;
 pub mod catalog;
 pub mod cluster;
 pub mod error;
@@ -26,6 +28,7 @@ pub mod lane;
 pub mod node;
 mod resolver;
 pub mod store;
+mod timer_work;
 pub mod work;
 
 pub use catalog::SCAN_LIMIT;

@@ -1,37 +1,28 @@
-//! Spot work as the host sees it: a message or a timer tick, each a record of the timer
-//! runtime underneath, handed over in the same batch and completed the same way.
+//! Spot work as the host sees it: a message or a timer tick, handed over in the same batch
+//! and completed the same way. A tick is one record of the timer runtime; the messages of
+//! a burst share one (see `burst`).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use spot_timer_core::{Completion, Outcome, Tick, TickRecord};
 
+use crate::burst::{Burst, Standing};
 use crate::kind::SpotId;
 use crate::lane::LaneKind;
-
-/// What a record of the timer runtime stands for (its payload there).
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Work {
-    /// One admitted message: the record's Spot runs the head of its lanes.
-    Doorbell,
-    /// A tick of one of the Spot's timers, with the host's value for it.
-    Timer(u64),
-}
-
-/// Keys of doorbells have this bit set; the host's timer keys must not.
-pub(crate) const DOORBELL_KEY: u64 = 1 << 63;
+use crate::timer_work::Work;
 
 /// One message taken from a Spot's lane.
 #[derive(Debug)]
 pub struct MessageRecord {
-    /// The Spot's closing flag (a record of a Spot that closed since it was handed over
-    /// does not start).
-    pub(crate) closing: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// The burst it was handed over in, and its place there.
+    pub(crate) burst: Arc<Burst>,
+    pub(crate) index: u32,
     pub(crate) spot: SpotId,
     pub(crate) generation: u64,
     pub(crate) lane: LaneKind,
     pub(crate) payload: Box<[u8]>,
     pub(crate) cost: u64,
-    pub(crate) core: TickRecord<Work>,
 }
 
 impl MessageRecord {
@@ -48,15 +39,18 @@ impl MessageRecord {
         &self.payload
     }
     /// The completion to hand back once the handler ended (or did not start). A message
-    /// cannot be deferred: `Deferred` ends it as not started (counted as dropped).
+    /// cannot be deferred: `Deferred` ends it as not started (counted as dropped). The
+    /// next message of its burst may start from here on, on any thread.
     pub fn complete(&self, outcome: Outcome) -> SpotCompletion {
         let outcome = match outcome {
             Outcome::Deferred => Outcome::NotStarted,
             o => o,
         };
+        self.burst.ended(self.index);
+        let core = self.burst.core();
         SpotCompletion {
-            core: self.core.complete(outcome),
-            timer: self.core.timer_id(),
+            core: core.complete(outcome),
+            timer: core.timer_id(),
             spot: self.spot,
             generation: self.generation,
             lane: self.lane,
@@ -69,9 +63,8 @@ impl MessageRecord {
 /// One tick of a Spot's timer.
 #[derive(Debug)]
 pub struct SpotTick {
-    /// The Spot's closing flag (a record of a Spot that closed since it was handed over
-    /// does not start).
-    pub(crate) closing: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Its Spot (a tick of a Spot that closed since it was handed over does not start).
+    pub(crate) standing: Arc<dyn Standing>,
     pub(crate) spot: SpotId,
     pub(crate) generation: u64,
     pub(crate) user: u64,
@@ -134,21 +127,12 @@ impl SpotRecord {
             SpotRecord::Tick(t) => t.complete(outcome),
         }
     }
-    /// The record's token: unique among the records awaiting completion.
+    /// The record's token: unique among the records awaiting completion (the messages of
+    /// a burst share the runtime's record, whose token they vary by their place).
     pub fn token(&self) -> u64 {
-        self.core().token()
-    }
-    pub(crate) fn spot_closing(&self) -> bool {
-        let flag = match self {
-            SpotRecord::Message(m) => &m.closing,
-            SpotRecord::Tick(t) => &t.closing,
-        };
-        flag.load(std::sync::atomic::Ordering::Acquire)
-    }
-    pub(crate) fn core(&self) -> &TickRecord<Work> {
         match self {
-            SpotRecord::Message(m) => &m.core,
-            SpotRecord::Tick(t) => &t.core,
+            SpotRecord::Message(m) => m.burst.core().token() ^ u64::from(m.index),
+            SpotRecord::Tick(t) => t.core.token(),
         }
     }
 }

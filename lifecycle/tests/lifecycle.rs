@@ -701,10 +701,20 @@ fn a_spot_runs_one_piece_of_work_at_a_time() {
     node.send(S, *b"m1").unwrap();
     node.send(S, *b"m2").unwrap();
     node.advance(Duration::from_millis(10)).unwrap();
-    // Only one record of the Spot is handed out until it completes (serial gate, T9).
+    // The queued messages come as one burst, in admission order; the tick waits until the
+    // burst's last message completed (serial gate, T9).
     let first = take_ready(&node);
-    assert_eq!(first.len(), 1, "{first:?}");
+    let payloads: Vec<&[u8]> = first
+        .iter()
+        .map(|r| match r {
+            SpotRecord::Message(m) => m.payload(),
+            SpotRecord::Tick(_) => b"tick",
+        })
+        .collect();
+    assert_eq!(payloads, vec![&b"m1"[..], &b"m2"[..]]);
+    assert_ne!(first[0].token(), first[1].token());
     assert!(take_ready(&node).is_empty());
+    assert!(node.begin(&first[0]));
     let mut out = Vec::new();
     node.exchange(
         &[first[0].complete(Outcome::Ok)],
@@ -713,10 +723,118 @@ fn a_spot_runs_one_piece_of_work_at_a_time() {
         Some(Duration::ZERO),
     )
     .unwrap();
+    assert!(out.is_empty(), "m2 of the burst still holds the gate");
+    assert!(node.begin(&first[1]));
+    node.exchange(
+        &[first[1].complete(Outcome::Ok)],
+        &mut out,
+        16,
+        Some(Duration::ZERO),
+    )
+    .unwrap();
     node.advance(Duration::ZERO).unwrap();
     node.exchange(&[], &mut out, 16, Some(Duration::ZERO))
         .unwrap();
-    assert_eq!(out.len(), 1, "the next one, after the completion");
+    assert_eq!(out.len(), 1, "the tick, after the burst completed");
+    assert!(matches!(out[0], SpotRecord::Tick(_)));
+}
+
+#[test]
+fn a_burst_starts_in_order_and_never_beside_itself() {
+    let w = World::new();
+    let node = w.node(1);
+    node.create_user_spot(S).unwrap();
+    for m in [b"a", b"b", b"c", b"d"] {
+        node.send(S, *m).unwrap();
+    }
+    let burst = take_ready(&node);
+    assert_eq!(burst.len(), 4);
+    // Out of order: refused (and that message never starts).
+    assert!(!node.begin(&burst[1]));
+    assert!(node.begin(&burst[0]));
+    // On another thread while `a` runs here: refused.
+    std::thread::scope(|t| {
+        t.spawn(|| assert!(!node.begin(&burst[2])));
+    });
+    // `a` ended: the next one may start on any thread.
+    let done_a = burst[0].complete(Outcome::Ok);
+    std::thread::scope(|t| {
+        t.spawn(|| assert!(node.begin(&burst[3])));
+    });
+    assert!(!node.begin(&burst[3]), "a record starts once");
+    let done: Vec<_> = vec![
+        done_a,
+        burst[1].complete(Outcome::NotStarted),
+        burst[2].complete(Outcome::NotStarted),
+        burst[3].complete(Outcome::Ok),
+    ];
+    node.complete(&done).unwrap();
+    let s = node.stats();
+    assert_eq!(
+        (
+            s.messages_admitted,
+            s.messages_completed,
+            s.messages_dropped
+        ),
+        (4, 2, 2)
+    );
+    assert_eq!(
+        node.lane_use_of(S, LaneKind::Application).unwrap(),
+        LaneUse::default()
+    );
+    // The gate is free again: a new message comes at once.
+    node.send(S, *b"e").unwrap();
+    assert_eq!(run_ready(&node), vec![Ran::Message(S, b"e".to_vec())]);
+}
+
+#[test]
+fn a_burst_is_bounded_and_what_stays_queued_follows_it() {
+    let w = World::new();
+    let node = w.node(1);
+    node.create_user_spot(S).unwrap();
+    for i in 0..150u32 {
+        node.send(S, i.to_le_bytes()).unwrap();
+    }
+    node.send_lifecycle(S, *b"lc").unwrap();
+    let mut out = Vec::new();
+    node.advance(Duration::ZERO).unwrap();
+    node.exchange(&[], &mut out, 4096, Some(Duration::ZERO))
+        .unwrap();
+    assert_eq!(out.len(), 64, "one burst is at most 64 messages");
+    match &out[0] {
+        SpotRecord::Message(m) => assert_eq!(m.lane(), LaneKind::Lifecycle, "served first"),
+        SpotRecord::Tick(_) => panic!("a tick"),
+    }
+    // An exchange's `max` bounds its records, bursts included.
+    let done: Vec<_> = out
+        .iter()
+        .map(|r| {
+            assert!(node.begin(r));
+            r.complete(Outcome::Ok)
+        })
+        .collect();
+    let mut next = Vec::new();
+    node.advance(Duration::ZERO).unwrap();
+    node.exchange(&done, &mut next, 10, Some(Duration::ZERO))
+        .unwrap();
+    node.advance(Duration::ZERO).unwrap();
+    node.exchange(&[], &mut next, 10, Some(Duration::ZERO))
+        .unwrap();
+    assert_eq!(next.len(), 10);
+    let ran = {
+        let done: Vec<_> = next
+            .iter()
+            .map(|r| {
+                assert!(node.begin(r));
+                r.complete(Outcome::Ok)
+            })
+            .collect();
+        node.complete(&done).unwrap();
+        run_ready(&node)
+    };
+    assert_eq!(ran.len(), 151 - 64 - 10);
+    let s = node.stats();
+    assert_eq!((s.messages_admitted, s.messages_completed), (151, 151));
 }
 
 #[test]
@@ -905,9 +1023,14 @@ fn an_explicit_close_waits_for_the_running_handler_and_drops_what_is_queued() {
     let spot = node.create_user_spot(S).unwrap();
     node.send(S, *b"running").unwrap();
     node.send(S, *b"queued").unwrap();
-    let held = take_ready(&node);
+    node.advance(Duration::ZERO).unwrap();
+    let mut held = Vec::new();
+    node.exchange(&[], &mut held, 1, Some(Duration::ZERO))
+        .unwrap();
     assert_eq!(held.len(), 1);
     assert!(node.begin(&held[0]));
+    // Queued behind the running burst.
+    node.send(S, *b"queued 2").unwrap();
     // Closed from inside (or beside) the running handler: accepted, not finished yet.
     assert!(node.close_user_spot(spot).unwrap());
     assert!(
@@ -938,7 +1061,7 @@ fn an_explicit_close_waits_for_the_running_handler_and_drops_what_is_queued() {
             s.messages_completed,
             s.messages_dropped
         ),
-        (2, 1, 1)
+        (3, 1, 2)
     );
     assert!(matches!(
         node.send(S, *b"x"),
@@ -977,4 +1100,29 @@ fn a_record_whose_spot_closed_since_the_hand_over_does_not_start() {
         w.closes.lock().unwrap().last().copied(),
         Some((b.id(), SpotKind::User, CloseReason::Closed, true))
     );
+}
+
+#[test]
+fn send_here_reaches_only_a_spot_of_this_node_and_gives_the_payload_back_otherwise() {
+    let w = World::new();
+    let a = w.node(1);
+    let b = w.node(2);
+    a.create_user_spot(S).unwrap();
+    assert!(matches!(
+        a.send_here(S, b"here".to_vec().into()),
+        Ok(Ok(()))
+    ));
+    // On another node, or nowhere: the payload comes back, nothing was admitted or read.
+    match b.send_here(S, b"there".to_vec().into()) {
+        Err(p) => assert_eq!(&*p, b"there"),
+        Ok(r) => panic!("{r:?}"),
+    }
+    assert!(b.send_here(SpotId(999), Box::from(&b""[..])).is_err());
+    assert_eq!(b.stats().messages_admitted, 0);
+    assert_eq!(run_ready(&a), vec![Ran::Message(S, b"here".to_vec())]);
+    b.shutdown();
+    assert!(matches!(
+        b.send_here(S, Box::from(&b""[..])),
+        Ok(Err(LifecycleError::Closed))
+    ));
 }

@@ -2,7 +2,7 @@
 //! callers race; Ready is published to the admission view in the same continuation as the
 //! store's commit; a failed creation releases its reservation.
 
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -300,22 +300,24 @@ impl Node {
             .rt
             .acquire_owner(id.0, self.owner_options())
             .map_err(|e| fail(e.into()))?;
+        let now = self.rt.now();
         let spot = Arc::new(LocalSpot {
             id,
             kind,
             generation: reservation.generation,
             authority: reservation.authority,
             owner,
-            next_doorbell: AtomicU64::new(0),
             state: parking_lot::Mutex::new(SpotState {
                 application: LaneUse::default(),
                 lifecycle: LaneUse::default(),
-                application_queue: Default::default(),
-                lifecycle_queue: Default::default(),
+                queues: None,
                 in_flight: 0,
-                last_finished: self.rt.now(),
+                burst_left: 0,
+                doorbell: None,
+                doorbells: 0,
                 closing: false,
                 close_pending: None,
+                place: crate::kind::evictable(kind).then(|| self.catalog.lock().reserve(now)),
             }),
             closing: Default::default(),
         });
@@ -328,13 +330,16 @@ impl Node {
         self.spots.write().insert(id, spot.clone());
         if let Err(e) = self.store.commit_ready(&reservation) {
             spot.set_closing(&mut st, true);
+            if let Some(p) = st.place.take() {
+                self.catalog.lock().remove(p);
+            }
             drop(st);
             self.spots.write().remove(&id);
             let _ = spot.owner.release();
             return Err(fail(e));
         }
-        if crate::kind::evictable(kind) {
-            self.catalog.lock().insert(id, spot.clone());
+        if let Some(p) = &st.place {
+            self.catalog.lock().fill(p, spot.clone());
         }
         self.counters.created.fetch_add(1, Relaxed);
         if let Some((lane, payload)) = first.take() {

@@ -15,7 +15,7 @@ use crate::kind::{Instance, Spot, SpotId, SpotKind, User};
 use crate::lane::{LaneKind, ITEM_OVERHEAD_BYTES};
 use crate::resolver::{resolve, Resolution};
 use crate::store::NodeId;
-use crate::work::{Work, DOORBELL_KEY};
+use crate::timer_work::{Work, DOORBELL_KEY};
 
 impl Node {
     /// Sends an application message to a Ready Spot. A missing id gives `NotFound`
@@ -24,6 +24,24 @@ impl Node {
     pub fn send(&self, spot: SpotId, payload: impl Into<Box<[u8]>>) -> Result<()> {
         self.route(spot, LaneKind::Application, payload.into(), None)
             .map(|_| ())
+    }
+
+    /// [`Node::send`] to a Spot active on this node, and only there: it never reads the
+    /// store, forwards or waits for a creation, so a binding may call it without releasing
+    /// its interpreter lock. `Err(payload)`: the Spot is not active here (send it with
+    /// [`Node::send`]); `Ok` holds what `send` would have returned.
+    pub fn send_here(
+        &self,
+        spot: SpotId,
+        payload: Box<[u8]>,
+    ) -> std::result::Result<Result<()>, Box<[u8]>> {
+        if let Err(e) = self.check_open() {
+            return Ok(Err(e));
+        }
+        match self.local(spot) {
+            Some(s) => Ok(self.admit(&s, LaneKind::Application, payload)),
+            None => Err(payload),
+        }
     }
 
     /// Sends lifecycle work to a Ready Spot (its lifecycle lane, served first).
@@ -199,9 +217,10 @@ impl Node {
         Ok(s.generation)
     }
 
-    /// Admits one item to a local Spot's lane and rings its doorbell: one record of the
-    /// timer runtime per item, so the item runs under the Spot's gate and lease check and
-    /// in the same batches as its ticks.
+    /// Admits one item to a local Spot's lane, ringing its doorbell if none is rung: the
+    /// item reaches the host in a burst of its Spot's messages under one record of the
+    /// timer runtime, so it runs under the Spot's gate and lease check and in the same
+    /// batches as its ticks.
     pub(crate) fn admit(&self, s: &LocalSpot, lane: LaneKind, payload: Box<[u8]>) -> Result<()> {
         if !self.store.authority_runs(self.id) {
             self.counters.stale_routes.fetch_add(1, Relaxed);
@@ -263,45 +282,49 @@ impl Node {
                 queue: Queue::NodeInbound,
             });
         }
-        let key = DOORBELL_KEY | s.next_doorbell.fetch_add(1, Relaxed);
-        // Registered under the Spot's lock so the doorbell and the item cannot be
-        // separated by a close; the timer runtime calls nothing of ours back.
-        let doorbell =
-            match s
-                .owner
-                .register_id(key, TimerSpec::after(Duration::ZERO), Work::Doorbell, None)
-            {
-                Ok(id) => id,
-                Err(e) => {
-                    self.inbound_bytes.fetch_sub(len, Relaxed);
-                    match lane {
-                        LaneKind::Application => st.application.release(cost),
-                        LaneKind::Lifecycle => st.lifecycle.release(cost),
-                    }
-                    return Err(match e {
-                        spot_timer_core::Error::LeaseExpired => LifecycleError::StaleRoute {
-                            spot: s.id,
-                            reason: StaleReason::LeaseExpired,
-                        },
-                        spot_timer_core::Error::Revoked => LifecycleError::StaleRoute {
-                            spot: s.id,
-                            reason: StaleReason::NotOwner,
-                        },
-                        other => other.into(),
-                    });
+        // The doorbell is rung under the Spot's lock so it and the queue cannot be
+        // separated by a close; one rung doorbell serves every message queued behind it.
+        if st.doorbell.is_none() {
+            if let Err(e) = ring(s, st) {
+                self.inbound_bytes.fetch_sub(len, Relaxed);
+                match lane {
+                    LaneKind::Application => st.application.release(cost),
+                    LaneKind::Lifecycle => st.lifecycle.release(cost),
                 }
-            };
-        let item = Item {
-            payload,
-            cost,
-            doorbell,
-        };
-        match lane {
-            LaneKind::Application => st.application_queue.push_back(item),
-            LaneKind::Lifecycle => st.lifecycle_queue.push_back(item),
+                return Err(match e {
+                    spot_timer_core::Error::LeaseExpired => LifecycleError::StaleRoute {
+                        spot: s.id,
+                        reason: StaleReason::LeaseExpired,
+                    },
+                    spot_timer_core::Error::Revoked => LifecycleError::StaleRoute {
+                        spot: s.id,
+                        reason: StaleReason::NotOwner,
+                    },
+                    other => other.into(),
+                });
+            }
         }
+        let item = Item { payload, cost };
+        let q = st.queues.get_or_insert_with(Default::default);
+        match lane {
+            LaneKind::Application => q.application.push_back(item),
+            LaneKind::Lifecycle => q.lifecycle.push_back(item),
+        }
+        st.mark_busy();
         self.counters.messages_admitted.fetch_add(1, Relaxed);
         debug_assert!(cost >= ITEM_OVERHEAD_BYTES);
         Ok(())
     }
+}
+
+/// Rings Spot `s`'s doorbell (its lock held as `st`): a one-shot record of the timer
+/// runtime, due now, whose hand-over takes the queued messages in a burst.
+pub(super) fn ring(s: &LocalSpot, st: &mut super::SpotState) -> spot_timer_core::Result<()> {
+    let key = DOORBELL_KEY | u64::from(st.doorbells);
+    let id = s
+        .owner
+        .register_id(key, TimerSpec::after(Duration::ZERO), Work::Doorbell, None)?;
+    st.doorbells = st.doorbells.wrapping_add(1);
+    st.doorbell = Some(id);
+    Ok(())
 }

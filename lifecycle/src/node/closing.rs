@@ -35,18 +35,23 @@ impl Node {
             return 0;
         };
         let timeout = timeout.as_nanos().min(u64::MAX as u128) as u64;
+        let now = self.rt.now();
         let mut batch = Vec::new();
-        self.catalog.lock().next_batch(&mut batch);
+        // Reads the activity words of the places it passes over; only candidates are taken
+        // further.
+        let examined = self
+            .catalog
+            .lock()
+            .next_batch(&mut batch, |since| now.saturating_sub(since) >= timeout);
         self.counters.eviction_passes.fetch_add(1, Relaxed);
         self.counters
             .eviction_examined
-            .fetch_add(batch.len() as u64, Relaxed);
-        let now = self.rt.now();
+            .fetch_add(examined as u64, Relaxed);
         let mut evicted = 0;
         for s in batch {
             let idle = {
                 let st = s.state.lock();
-                !st.closing && st.quiescent() && now.saturating_sub(st.last_finished) >= timeout
+                !st.closing && st.quiescent() && st.idle_for(now).is_some_and(|d| d >= timeout)
             };
             if idle && self.close_spot(&s, CloseReason::IdleEvicted, true) {
                 evicted += 1;
@@ -123,23 +128,26 @@ impl Node {
 
     /// Drops what waits in the Spot's lanes (counted), returning its inbound bytes.
     fn drop_queued(&self, s: &LocalSpot) {
-        let drained = {
+        let (drained, doorbell) = {
             let mut st = s.state.lock();
-            let mut items = std::mem::take(&mut st.application_queue);
-            items.append(&mut st.lifecycle_queue);
-            items
+            let items = st.queues.take().map_or(0, |q| {
+                for item in q.application.iter().chain(&q.lifecycle) {
+                    self.inbound_bytes
+                        .fetch_sub(item.cost - ITEM_OVERHEAD_BYTES, Relaxed);
+                }
+                q.len()
+            });
+            (items, st.doorbell.take())
         };
-        for item in &drained {
-            self.inbound_bytes
-                .fetch_sub(item.cost - ITEM_OVERHEAD_BYTES, Relaxed);
-            // Its doorbell must not take the gate any more (a close may wait for it).
-            let _ = self.rt.cancel_timer_nowait(item.doorbell);
+        // The doorbell rung for them must not take the gate any more (a close may wait
+        // for it).
+        if let Some(d) = doorbell {
+            let _ = self.rt.cancel_timer_nowait(d);
         }
-        // Their doorbells end with the owner (or complete not started): count the
-        // messages once, here.
+        // Counted once, here.
         self.counters
             .messages_dropped
-            .fetch_add(drained.len() as u64, Relaxed);
+            .fetch_add(drained as u64, Relaxed);
     }
 
     /// The rest of a close, its gate held (`gate`) or the node shutting down: the closing
@@ -158,7 +166,10 @@ impl Node {
         self.drop_queued(s);
         self.spots.write().remove(&s.id);
         self.occupied.fetch_sub(1, Relaxed);
-        self.catalog.lock().remove(s.id);
+        let place = s.state.lock().place.take();
+        if let Some(p) = place {
+            self.catalog.lock().remove(p);
+        }
         self.publish_active();
         let _ = self.store.release(s.id, s.authority);
         match reason {

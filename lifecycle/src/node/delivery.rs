@@ -1,19 +1,23 @@
 //! Delivery: one exchange hands the host every kind of Spot work that became ready —
-//! messages (one per doorbell record, taken from the head of the Spot's lanes, the
-//! lifecycle lane first) and timer ticks (admitted to the application lane as they are
-//! handed over; a tick the lane cannot take is kept, T9) — and applies the completions
-//! of the previous batch: each returns its lane reservation and counts as activity.
+//! messages (a doorbell's record brings a burst of its Spot's queued messages, the
+//! lifecycle lane first, one host record each) and timer ticks (admitted to the
+//! application lane as they are handed over; a tick the lane cannot take is kept, T9) —
+//! and applies the completions of the previous batch: each returns its lane reservation
+//! and counts as activity, and the last message of a burst completes its doorbell.
 
 use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
 use std::time::Duration;
 
-use spot_timer_core::{Completion, Outcome, Record};
+use spot_timer_core::{Completion, Outcome, Record, TickRecord};
 
-use super::Node;
+use super::{LocalSpot, Node, SpotState};
+use crate::burst::{Burst, BURST_LIMIT};
 use crate::error::Result;
 use crate::kind::SpotId;
 use crate::lane::{LaneKind, ITEM_OVERHEAD_BYTES};
-use crate::work::{MessageRecord, SpotCompletion, SpotRecord, SpotTick, Work};
+use crate::timer_work::Work;
+use crate::work::{MessageRecord, SpotCompletion, SpotRecord, SpotTick};
 
 impl Node {
     /// Applies `done` and waits up to `timeout` (None: forever) for ready work; appends
@@ -27,142 +31,195 @@ impl Node {
         timeout: Option<Duration>,
     ) -> Result<usize> {
         let mut core_done: Vec<Completion> = std::mem::take(&mut *self.deferred.lock());
-        core_done.reserve(done.len());
-        let now = self.rt.now();
-        for c in done {
-            self.finish_work(c, now);
-            core_done.push(c.core);
-        }
+        self.finish_all(done, &mut core_done);
         let mut records = Vec::new();
         let r = self.rt.exchange(&core_done, &mut records, max, timeout);
         self.retry_closes();
         r?;
-        let mut n = 0;
-        for r in records {
+        let before = out.len();
+        let total = records.len();
+        for (i, r) in records.into_iter().enumerate() {
             let Record::Tick(core) = r else { continue };
-            if let Some(rec) = self.take_over(core) {
-                out.push(rec);
-                n += 1;
-            }
+            // Room for this record's burst, leaving one place for each record after it.
+            let room = max
+                .saturating_sub(out.len() - before)
+                .saturating_sub(total - i - 1)
+                .max(1);
+            self.take_over(core, room, out);
         }
-        Ok(n)
+        Ok(out.len() - before)
     }
 
     /// Right before running a record's handler: true if it may start (its Spot's
-    /// authority is current and its lease runs, and the node's own authority in the
-    /// store runs). Complete it `NotStarted` otherwise.
+    /// authority is current and its lease runs, and the node's own authority in the store
+    /// runs; a message only after the earlier messages of its burst). Complete it
+    /// `NotStarted` otherwise.
     pub fn begin(&self, record: &SpotRecord) -> bool {
-        // A Spot closed since the record was handed over starts nothing more; nor does
-        // anything of a node whose authority in the store ended.
-        !record.spot_closing() && self.store.authority_runs(self.id) && self.rt.begin(record.core())
+        // Nothing of a node whose authority in the store ended starts.
+        if !self.store.authority_runs(self.id) {
+            return false;
+        }
+        match record {
+            SpotRecord::Message(m) => m.burst.begin(&self.rt, m.index),
+            // A Spot closed since the record was handed over starts nothing more.
+            SpotRecord::Tick(t) => !t.standing.closing() && self.rt.begin(&t.core),
+        }
     }
 
     /// Applies completions without receiving (a worker thread finishing work).
     pub fn complete(&self, done: &[SpotCompletion]) -> Result<()> {
-        let now = self.rt.now();
         // With the node's own pending completions (records it completed while handing over).
         let mut core: Vec<Completion> = std::mem::take(&mut *self.deferred.lock());
-        core.extend(done.iter().map(|c| {
-            self.finish_work(c, now);
-            c.core
-        }));
+        self.finish_all(done, &mut core);
         let r = self.rt.complete(&core);
         self.retry_closes();
         Ok(r?)
     }
 
-    /// Turns a record of the timer runtime into the Spot work it stands for.
-    fn take_over(&self, core: spot_timer_core::TickRecord<Work>) -> Option<SpotRecord> {
+    /// Turns a record of the timer runtime into the Spot work it stands for: a doorbell
+    /// into a burst of at most `room` messages, a tick into one record.
+    fn take_over(&self, core: TickRecord<Work>, room: usize, out: &mut Vec<SpotRecord>) {
         let spot = SpotId(core.owner_id());
         let Some(s) = self.local(spot) else {
             // Closed meanwhile: what it stood for was dropped with the Spot.
-            self.not_started(&core);
-            return None;
+            self.deferred
+                .lock()
+                .push(core.complete(Outcome::NotStarted));
+            return;
         };
         let mut st = s.state.lock();
+        if st.doorbell == Some(core.timer_id()) {
+            st.doorbell = None;
+        }
         if st.closing {
             // Nothing of a closing Spot starts any more; completed at once, so the gate it
             // took is free for the close that may wait for it.
             drop(st);
             let _ = self.rt.cancel_timer_nowait(core.timer_id());
             let _ = self.rt.complete(&[core.complete(Outcome::NotStarted)]);
-            return None;
+            return;
         }
         match *core.payload() {
-            Work::Doorbell => {
-                let (lane, item) = match st.lifecycle_queue.pop_front() {
-                    Some(i) => (LaneKind::Lifecycle, i),
-                    None => match st.application_queue.pop_front() {
-                        Some(i) => (LaneKind::Application, i),
-                        None => {
-                            drop(st);
-                            self.not_started(&core);
-                            return None;
-                        }
-                    },
-                };
-                st.in_flight += 1;
-                Some(SpotRecord::Message(MessageRecord {
-                    closing: s.closing.clone(),
-                    spot,
-                    generation: s.generation,
-                    lane,
-                    payload: item.payload,
-                    cost: item.cost,
-                    core,
-                }))
-            }
+            Work::Doorbell => self.hand_burst(&s, &mut st, core, room, out),
             Work::Timer(user) => {
                 let limits = self.config.application_lane;
                 match st.application.reserve(&limits, LaneKind::Application, 0) {
                     Ok(cost) => {
                         st.in_flight += 1;
-                        Some(SpotRecord::Tick(SpotTick {
-                            closing: s.closing.clone(),
+                        st.mark_busy();
+                        out.push(SpotRecord::Tick(SpotTick {
+                            standing: s.clone(),
                             spot,
                             generation: s.generation,
                             user,
                             cost,
                             core,
-                        }))
+                        }));
                     }
                     Err(_) => {
                         // Kept, not lost: retried when the gate is next free (T9).
                         drop(st);
                         self.counters.ticks_deferred.fetch_add(1, Relaxed);
                         self.deferred.lock().push(core.complete(Outcome::Deferred));
-                        None
                     }
                 }
             }
         }
     }
 
-    /// Completes a record whose work is gone: a doorbell whose message was dropped (and
-    /// counted) when its Spot closed, or a tick of a closed Spot.
-    fn not_started(&self, core: &spot_timer_core::TickRecord<Work>) {
-        self.deferred
-            .lock()
-            .push(core.complete(Outcome::NotStarted));
+    /// A doorbell's hand-over: up to `room` (at most `BURST_LIMIT`) messages from the head
+    /// of the Spot's lanes, the lifecycle lane first, one host record each, sharing the
+    /// doorbell's record; the doorbell is rung again for what stays queued.
+    fn hand_burst(
+        &self,
+        s: &Arc<LocalSpot>,
+        st: &mut SpotState,
+        core: TickRecord<Work>,
+        room: usize,
+        out: &mut Vec<SpotRecord>,
+    ) {
+        let queued = st.queues.as_ref().map_or(0, |q| q.len());
+        let take = queued.min(room).min(BURST_LIMIT);
+        if take == 0 {
+            // Its messages were dropped meanwhile: the doorbell ends, its gate is free.
+            self.deferred.lock().push(core.complete(Outcome::Ok));
+            return;
+        }
+        let burst = Arc::new(Burst::new(s.clone(), core));
+        out.reserve(take);
+        let q = st.queues.as_mut().expect("counted above");
+        for index in 0..take as u32 {
+            let (lane, item) = match q.lifecycle.pop_front() {
+                Some(i) => (LaneKind::Lifecycle, i),
+                None => match q.application.pop_front() {
+                    Some(i) => (LaneKind::Application, i),
+                    None => unreachable!("counted above"),
+                },
+            };
+            out.push(SpotRecord::Message(MessageRecord {
+                burst: burst.clone(),
+                index,
+                spot: s.id,
+                generation: s.generation,
+                lane,
+                payload: item.payload,
+                cost: item.cost,
+            }));
+        }
+        if take == queued {
+            // Nothing left: an idle Spot keeps no queue.
+            st.queues = None;
+        }
+        st.in_flight += take as u32;
+        st.burst_left = take as u32;
+        if take < queued && st.doorbell.is_none() {
+            // Waits behind this burst's gate. If the authority ended, the messages stay
+            // until the Spot's close drops them (counted).
+            let _ = super::admission::ring(s, st);
+        }
     }
 
-    /// The lifecycle side of one completion: the lane reservation comes back, and the
-    /// Spot's last activity is now.
-    fn finish_work(&self, c: &SpotCompletion, now: u64) {
-        if c.message {
-            match c.core.outcome {
-                Outcome::Ok | Outcome::Failed => {
-                    self.counters.messages_completed.fetch_add(1, Relaxed)
-                }
-                _ => self.counters.messages_dropped.fetch_add(1, Relaxed),
+    /// Applies the lifecycle side of completions, appending the runtime's completions to
+    /// hand on: a tick's own, and a burst's doorbell once its last message completed.
+    /// Consecutive completions of one Spot (a burst's) take its lock once.
+    fn finish_all(&self, done: &[SpotCompletion], core: &mut Vec<Completion>) {
+        let now = self.rt.now();
+        let mut i = 0;
+        while i < done.len() {
+            let c = &done[i];
+            let run = done[i..]
+                .iter()
+                .take_while(|d| d.spot == c.spot && d.generation == c.generation)
+                .count();
+            let group = &done[i..i + run];
+            i += run;
+            for c in group.iter().filter(|c| c.message) {
+                match c.core.outcome {
+                    Outcome::Ok | Outcome::Failed => {
+                        self.counters.messages_completed.fetch_add(1, Relaxed)
+                    }
+                    _ => self.counters.messages_dropped.fetch_add(1, Relaxed),
+                };
+                self.inbound_bytes
+                    .fetch_sub(c.cost - ITEM_OVERHEAD_BYTES, Relaxed);
+            }
+            let Some(s) = self.local(c.spot).filter(|s| s.generation == c.generation) else {
+                // Its activation closed meanwhile, lanes and all (only at the node's
+                // shutdown can a burst's Spot go before its doorbell completed).
+                core.extend(group.iter().filter(|c| !c.message).map(|c| c.core));
+                continue;
             };
-            self.inbound_bytes
-                .fetch_sub(c.cost - ITEM_OVERHEAD_BYTES, Relaxed);
+            let mut st = s.state.lock();
+            for c in group {
+                self.finish_one(&mut st, c, core);
+            }
+            st.note_finished(now);
         }
-        let Some(s) = self.local(c.spot).filter(|s| s.generation == c.generation) else {
-            return; // its activation closed meanwhile, lanes and all
-        };
-        let mut st = s.state.lock();
+    }
+
+    /// The lifecycle side of one completion, its Spot's lock held: the lane reservation
+    /// comes back (the caller notes the Spot's activity).
+    fn finish_one(&self, st: &mut SpotState, c: &SpotCompletion, core: &mut Vec<Completion>) {
         if st.closing {
             // The record's timer ends here rather than coming back for a closing Spot (and
             // taking the gate its close waits for).
@@ -173,6 +230,14 @@ impl Node {
             LaneKind::Lifecycle => st.lifecycle.release(c.cost),
         }
         st.in_flight -= 1;
-        st.last_finished = now;
+        if !c.message {
+            core.push(c.core);
+            return;
+        }
+        st.burst_left -= 1;
+        if st.burst_left == 0 {
+            // The doorbell is delivered (it ends) whether or not its messages started.
+            core.push(Completion::new(c.core.token, Outcome::Ok));
+        }
     }
 }

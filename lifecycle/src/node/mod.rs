@@ -9,11 +9,18 @@
 //!   store's release.
 //! - A Spot's lanes, queues and activity are guarded by its own mutex; no other lock is
 //!   taken while it is held except the timer runtime's (a doorbell registration), which
-//!   never calls back into this layer.
+//!   never calls back into this layer, and at publication the admission view's and the
+//!   catalog's (never the other way round: the eviction scan releases the catalog before
+//!   it locks a Spot). A Spot notes its activity in its catalog place under its mutex, and
+//!   leaves the catalog by taking its place out under it.
 //! - A closing Spot (its `closing` flag, mirrored outside the mutex for the start check)
 //!   admits and starts nothing; its close finishes once no record of it holds its gate.
 //! - Work reaches the host only as records of the timer runtime, so a Spot's messages and
 //!   timer ticks share its serial gate (T9), its owner's lease check (T6) and the batch.
+//! - A Spot with queued messages has one doorbell rung (`SpotState::doorbell`): rung when
+//!   its lanes go from empty to not empty, and again when a burst leaves messages behind.
+//!   A doorbell's record hands the host a burst of up to `BURST_LIMIT` messages and holds
+//!   the Spot's gate until the last of them completed (`SpotState::burst_left`).
 //!
 //! Split by role: `activation` (creation, L3), `admission` (send, routing, L4, L6),
 //! `delivery` (exchange and completion), `closing` (close and idle eviction, L5).
@@ -24,20 +31,21 @@ mod closing;
 mod delivery;
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::{Mutex, RwLock};
 use spot_timer_core::{ClockKind, GateMode, Nanos, Owner, Runtime, RuntimeConfig, Sink, TimerSpec};
 
-use crate::catalog::Catalog;
+use crate::catalog::{Catalog, Place, BUSY};
 use crate::cluster::Cluster;
 use crate::error::{LifecycleError, Queue, Result};
 use crate::kind::{Entry, Instance, Kind, Spot, SpotId, SpotKind, User};
 use crate::lane::{LaneKind, LaneLimits, LaneUse};
 use crate::store::{Authority, LocationStore, NodeId};
-use crate::work::{Work, DEFAULT_CREATION_WAIT};
+use crate::timer_work::Work;
+use crate::work::DEFAULT_CREATION_WAIT;
 
 pub(crate) use activation::Attempt;
 
@@ -176,29 +184,69 @@ impl Counters {
 struct Item {
     payload: Box<[u8]>,
     cost: u64,
-    /// The doorbell rung for it (cancelled if the item is dropped unrun).
-    doorbell: spot_timer_core::TimerId,
+}
+
+/// A Spot's queued messages, one FIFO per lane.
+#[derive(Default)]
+struct Queues {
+    application: VecDeque<Item>,
+    lifecycle: VecDeque<Item>,
+}
+
+impl Queues {
+    fn len(&self) -> usize {
+        self.application.len() + self.lifecycle.len()
+    }
 }
 
 /// What a Spot holds, under its mutex.
 pub(crate) struct SpotState {
     application: LaneUse,
     lifecycle: LaneUse,
-    application_queue: VecDeque<Item>,
-    lifecycle_queue: VecDeque<Item>,
+    /// The queued messages; none while nothing is queued (an idle Spot keeps no queue).
+    queues: Option<Box<Queues>>,
     /// Records of this Spot handed to the host and not yet completed.
     in_flight: u32,
-    /// When its last application work finished (or it was created).
-    last_finished: Nanos,
+    /// Messages of the burst in flight not yet completed: its doorbell's record completes
+    /// (and frees the gate) with the last of them.
+    burst_left: u32,
+    /// The doorbell rung for the queued messages and not handed over yet (cancelled when
+    /// they are dropped).
+    doorbell: Option<spot_timer_core::TimerId>,
+    /// Doorbells rung so far (their keys).
+    doorbells: u32,
     /// A close is in progress: nothing more is admitted.
     closing: bool,
     /// A close waiting for the record that holds the Spot's gate to complete.
     close_pending: Option<CloseReason>,
+    /// Its place in the eviction catalog (evictable Spots), where its activity is noted
+    /// under this lock; taken out when it leaves the catalog.
+    place: Option<Place>,
 }
 
 impl SpotState {
     fn quiescent(&self) -> bool {
         self.in_flight == 0 && self.application.items == 0 && self.lifecycle.items == 0
+    }
+
+    /// The Spot has work queued or handed over.
+    fn mark_busy(&self) {
+        if let Some(p) = &self.place {
+            p.set(BUSY);
+        }
+    }
+
+    /// Work of the Spot completed at `now`: idle from now if none is left.
+    fn note_finished(&self, now: Nanos) {
+        if let Some(p) = self.place.as_ref().filter(|_| self.quiescent()) {
+            p.set(now);
+        }
+    }
+
+    /// How long the Spot has been quiescent at `now` (None: busy, or not evictable).
+    fn idle_for(&self, now: Nanos) -> Option<Nanos> {
+        let since = self.place.as_ref()?.get();
+        (since != BUSY).then(|| now.saturating_sub(since))
     }
 }
 
@@ -209,11 +257,30 @@ pub(crate) struct LocalSpot {
     generation: u64,
     authority: Authority,
     owner: Owner<Work>,
-    next_doorbell: AtomicU64,
     state: Mutex<SpotState>,
     /// Mirrors `state.closing` for the start check, which takes no lock (records of the
-    /// Spot share it).
-    closing: Arc<std::sync::atomic::AtomicBool>,
+    /// Spot reach it through `Standing`).
+    closing: AtomicBool,
+}
+
+impl std::fmt::Debug for LocalSpot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalSpot")
+            .field("id", &self.id)
+            .field("kind", &self.kind)
+            .field("generation", &self.generation)
+            .finish_non_exhaustive()
+    }
+}
+
+impl crate::burst::Standing for LocalSpot {
+    fn closing(&self) -> bool {
+        self.closing.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    fn authority_holds(&self) -> bool {
+        self.owner.check().is_ok()
+    }
 }
 
 impl LocalSpot {
@@ -544,7 +611,7 @@ fn register_tick(
 }
 
 fn check_key(key: u64) -> Result<()> {
-    if key & crate::work::DOORBELL_KEY != 0 {
+    if key & crate::timer_work::DOORBELL_KEY != 0 {
         return Err(LifecycleError::InvalidArgument(format!(
             "timer key {key} is reserved (keys must be below 2^63)"
         )));

@@ -527,7 +527,7 @@ namespace SpotTimer
         /// spot_node_exchange, waiting up to <paramref name="timeout"/> (TimeSpan.Zero: do not
         /// wait; Timeout.InfiniteTimeSpan: forever) — and runs <paramref name="handler"/> for each
         /// record on the calling thread, in the batch's order (a Spot's messages in the order they
-        /// were admitted; one record per Spot at a time). Right before each handler the record is
+        /// were admitted, run one after the other). Right before each handler the record is
         /// claimed (spot_node_begin); a record whose Spot lost its authority meanwhile (closed,
         /// moved, lease over) does not start and is completed NOT_STARTED. A handler that returns
         /// completes its record OK; one that throws completes it FAILED and the exception is

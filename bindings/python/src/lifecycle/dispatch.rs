@@ -81,18 +81,18 @@ impl Delivery<'_> {
         &self,
         py: Python<'_>,
         handler: &Bound<'_, PyAny>,
-        records: Vec<SpotRecord>,
+        mut records: Vec<SpotRecord>,
     ) -> PyResult<usize> {
         let mut done = Vec::with_capacity(records.len());
         let mut fatal = None;
         let mut processed = 0;
-        let mut rest = records.into_iter();
-        for rec in rest.by_ref() {
+        // By reference: a record is not moved to be run (only what stays is moved out).
+        for rec in &records {
             processed += 1;
-            let outcome = if !self.node.begin(&rec) {
+            let outcome = if !self.node.begin(rec) {
                 Outcome::NotStarted
             } else {
-                match self.run_one(py, handler, &rec) {
+                match self.run_one(py, handler, rec) {
                     Ok(o) => o,
                     Err(e) => {
                         fatal = Some(e);
@@ -105,7 +105,8 @@ impl Delivery<'_> {
                 break;
             }
         }
-        let rest: Vec<SpotRecord> = rest.collect();
+        let rest: Vec<SpotRecord> = records.drain(processed..).collect();
+        drop(records);
         if !rest.is_empty() {
             let mut b = self.backlog.lock();
             let later = std::mem::replace(&mut *b, rest);

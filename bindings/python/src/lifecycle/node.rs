@@ -304,7 +304,13 @@ impl PyNode {
     ) -> PyResult<()> {
         let id = SpotId(u64_arg(py, spot_id, "spot_id")?);
         let payload = payload_arg(py, payload)?;
-        self.call(py, move |n| n.send(id, payload))
+        self.check_open(py)?;
+        // A Spot of this node is reached without releasing the GIL: that path never waits
+        // for Python code (no creation, no store); any other goes the detached way.
+        match self.node.send_here(id, payload) {
+            Ok(r) => r.map_err(|e| to_py(py, e)),
+            Err(payload) => self.call(py, move |n| n.send(id, payload)),
+        }
     }
 
     /// Sends lifecycle work to a Ready Spot (its lifecycle lane, served first).
