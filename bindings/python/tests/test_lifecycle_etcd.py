@@ -66,7 +66,9 @@ def test_connecting_does_not_hold_the_interpreter():
         took = time.monotonic() - started
     assert len(errors) == 1 and f"127.0.0.1:{port}" in str(errors[0])
     assert 0.8 < took < 3.0, took
-    assert longest < 0.25, f"this thread stood still {longest:.2f}s while connecting"
+    # A held interpreter would stop this thread for the whole 1 s; a busy machine only
+    # for a scheduler slice or two.
+    assert longest < 0.5, f"this thread stood still {longest:.2f}s while connecting"
 
 
 @pytest.mark.parametrize(
