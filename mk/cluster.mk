@@ -2,10 +2,12 @@
 #   make test-cluster   installs etcd-server/etcd-client when missing, starts a
 #                       single-member etcd and a 3-member etcd cluster on loopback with
 #                       temporary data directories (tests/cluster/with-etcd.sh), runs the
-#                       cluster tests (node processes spawned by the tests), and stops
-#                       every etcd at the end whatever happens.
+#                       cluster tests (node processes spawned by the tests), then the
+#                       Python binding's etcd tests, and stops every etcd at the end
+#                       whatever happens.
 # The etcd client crate compiles etcd's protobuf files at build time, so every cargo
-# command over the workspace needs `protoc` (Debian protobuf-compiler): RUST_TOOLS.
+# command over the workspace needs `protoc` (Debian protobuf-compiler): RUST_TOOLS. So does
+# the Python binding, which links the etcd store (mk/python.mk).
 
 RUST_TOOLS += protoc
 TEST_TARGETS += test-cluster
@@ -19,7 +21,11 @@ etcd-installed:
 	@command -v etcd >/dev/null && command -v etcdctl >/dev/null || (apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server etcd-client >/dev/null)
 
-test-cluster: protoc etcd-installed ffi-lib dotnet-build
+# Then the C ABI, .NET and the Python binding on etcd (two nodes on two stores, as two
+# processes would have them) against a fresh etcd each. PY_INSTALLED is defined by
+# mk/python.mk, read after this file: `$$(PY_INSTALLED)` is expanded once every file is read.
+.SECONDEXPANSION:
+test-cluster: protoc etcd-installed ffi-lib dotnet-build $$(PY_INSTALLED)
 	$(CARGO) build --release -p spot-lifecycle-etcd --tests --bins
 	timeout --kill-after=10 300 tests/cluster/with-etcd.sh \
 	  $(CARGO) test --release -p spot-lifecycle-etcd -- --include-ignored --nocapture --test-threads 1
@@ -32,6 +38,9 @@ test-cluster: protoc etcd-installed ffi-lib dotnet-build
 	  env $(DOTNET_ENV) nunit-console -nologo -noshadow SpotTimer.Tests.dll \
 	  -run:SpotTimer.Tests.EtcdStoreTests -xml=EtcdTestResult.xml > etcd-nunit.log 2>&1; \
 	  rc=$$?; cat etcd-nunit.log; [ "$$rc" = 0 ] && grep -q 'Not run: 0' etcd-nunit.log
+	@echo "== the etcd store from Python"
+	timeout --kill-after=10 180 tests/cluster/with-etcd.sh \
+	  $(PY) -m pytest -q --timeout 120 bindings/python/tests/test_lifecycle_etcd.py
 
 # Cluster benchmark rows (activations/s, etcd requests per activation, send→handler
 # latency; etcd store against the embedded one): JSON lines to bench/results/cluster.jsonl.

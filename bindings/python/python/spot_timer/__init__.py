@@ -66,6 +66,7 @@ from ._errors import (
     SpotTimerError,
     StaleHandleError,
     StaleRouteError,
+    StoreKindError,
     UnavailableError,
     UnknownOwnerError,
     WouldDeadlockError,
@@ -129,6 +130,7 @@ __all__ = [
     "WrongKindError",
     "InvalidKindError",
     "LocationStoreError",
+    "StoreKindError",
     "NodeClosedError",
 ]
 

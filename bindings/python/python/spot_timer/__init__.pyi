@@ -33,6 +33,7 @@ from ._errors import (
     SpotTimerError as SpotTimerError,
     StaleHandleError as StaleHandleError,
     StaleRouteError as StaleRouteError,
+    StoreKindError as StoreKindError,
     UnavailableError as UnavailableError,
     UnknownOwnerError as UnknownOwnerError,
     WouldDeadlockError as WouldDeadlockError,
@@ -81,6 +82,7 @@ __all__ = [
     "WrongKindError",
     "InvalidKindError",
     "LocationStoreError",
+    "StoreKindError",
     "NodeClosedError",
 ]
 

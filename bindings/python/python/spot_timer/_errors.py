@@ -39,6 +39,7 @@ __all__ = [
     "WrongKindError",
     "InvalidKindError",
     "LocationStoreError",
+    "StoreKindError",
     "NodeClosedError",
 ]
 
@@ -213,7 +214,13 @@ class InvalidKindError(InvalidArgumentError):
 
 
 class LocationStoreError(SpotTimerError):
-    """The Location Store could not be used."""
+    """The Location Store could not be used (also: etcd could not be reached when
+    ``Store.etcd`` connected; the message names the endpoints)."""
+
+
+class StoreKindError(SpotTimerError, TypeError):
+    """The call needs the other kind of Location Store (``Store.kind``): e.g.
+    ``expire_node`` or ``len()`` of an etcd store, whose leases and records live in etcd."""
 
 
 class NodeClosedError(RuntimeClosedError):

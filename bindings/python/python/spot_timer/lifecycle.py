@@ -2,6 +2,7 @@
 agree, through a Location Store, on where every Spot lives.
 
     store = lifecycle.Store()                     # embedded store + in-process cluster
+    # or: lifecycle.Store.etcd("http://127.0.0.1:2379")  (nodes in several processes)
     node = lifecycle.Node(1, entry_spot=1001, store=store, factory=build)
     node.send_or_create(7, b"hello")              # the explicit intent creates Spot 7
     node.send(7, b"again")                        # an ordinary send never creates
@@ -11,7 +12,8 @@ agree, through a Location Store, on where every Spot lives.
 crate; the enums, named tuples and ``NodeStats`` are defined here. Errors are the
 ``SpotTimerError`` subclasses of ``spot_timer`` (``NotFoundError``, ``StaleRouteError``,
 ``CapacityExceededError`` with ``.queue``, ``UnavailableError``, ``CreationFailedError``,
-``WrongKindError``, ``InvalidKindError``, ``NodeClosedError``, ...).
+``WrongKindError``, ``InvalidKindError``, ``LocationStoreError``, ``StoreKindError``,
+``NodeClosedError``, ...).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from ._errors import (
     NodeClosedError,
     NotFoundError,
     StaleRouteError,
+    StoreKindError,
     UnavailableError,
     WrongKindError,
 )
@@ -64,6 +67,7 @@ __all__ = [
     "WrongKindError",
     "InvalidKindError",
     "LocationStoreError",
+    "StoreKindError",
     "NodeClosedError",
 ]
 
@@ -190,7 +194,9 @@ ITEM_OVERHEAD_BYTES: int = _native.LIFECYCLE_ITEM_OVERHEAD_BYTES
 #: The most Spots one idle-eviction pass examines.
 SCAN_LIMIT: int = _native.LIFECYCLE_SCAN_LIMIT
 
-#: The embedded Location Store with its in-process cluster (native).
+#: A Location Store (native): ``Store()`` is the embedded one with its in-process cluster;
+#: ``Store.etcd(endpoints, prefix=..., lease_ttl=...)`` the etcd one (``spot-lifecycle-etcd``),
+#: for nodes in several processes.
 Store = _native.Store
 #: One node of the lifecycle (native).
 Node = _native.Node

@@ -1,7 +1,7 @@
 import enum
 import logging
 from dataclasses import dataclass
-from typing import Callable, List, Literal, NamedTuple, Optional, Tuple, Union, final
+from typing import Callable, List, Literal, NamedTuple, Optional, Sequence, Tuple, Union, final
 
 from . import Duration
 from ._errors import (
@@ -12,6 +12,7 @@ from ._errors import (
     NodeClosedError as NodeClosedError,
     NotFoundError as NotFoundError,
     StaleRouteError as StaleRouteError,
+    StoreKindError as StoreKindError,
     UnavailableError as UnavailableError,
     WrongKindError as WrongKindError,
 )
@@ -46,6 +47,7 @@ __all__ = [
     "WrongKindError",
     "InvalidKindError",
     "LocationStoreError",
+    "StoreKindError",
     "NodeClosedError",
 ]
 
@@ -165,13 +167,28 @@ LifecycleExceptionHandler = Callable[[BaseException, Optional[SpotRecord]], obje
 
 @final
 class Store:
-    """The embedded Location Store with its in-process cluster."""
+    """A Location Store: ``Store()`` is the embedded one with its in-process cluster;
+    ``Store.etcd(endpoints)`` the etcd one, for nodes in several processes."""
     def __new__(cls) -> Store: ...
+    @staticmethod
+    def etcd(
+        endpoints: Union[str, Sequence[str]],
+        *,
+        prefix: str = "/spot-timer/",
+        lease_ttl: Duration = 10.0,
+        connect_timeout: Duration = 5.0,
+        request_timeout: Duration = 5.0,
+    ) -> Store: ...
+    @property
+    def kind(self) -> Literal["embedded", "etcd"]: ...
+    @property
+    def requests(self) -> int: ...
     def mark_down(self, node_id: int) -> None: ...
     def expire_node(self, node_id: int) -> None: ...
     def location(self, spot_id: int) -> Optional[Location]: ...
     def node_status(self, node_id: int) -> Literal["alive", "down", "gone"]: ...
     def __len__(self) -> int: ...
+    def __bool__(self) -> bool: ...
 
 @final
 class Node:

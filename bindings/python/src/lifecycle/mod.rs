@@ -5,13 +5,14 @@
 //! Modules, each importing only those listed before it: `types` (the Python enums and
 //! value classes of `spot_timer/lifecycle.py`), `args` (argument checks), `errors` (the
 //! exception of each lifecycle error), `callbacks` (the factory, closing callback and
-//! exception handler), `record`, `store`, `dispatch` (one exchange into Python) and
-//! `node`.
+//! exception handler), `record`, `etcd` (the etcd store's arguments and connect), `store`,
+//! `dispatch` (one exchange into Python) and `node`.
 
 pub mod args;
 pub mod callbacks;
 pub mod dispatch;
 pub mod errors;
+pub mod etcd;
 pub mod node;
 pub mod record;
 pub mod store;

@@ -232,10 +232,9 @@ impl PyNode {
             factory: has_factory.then(|| callbacks.factory()),
             on_close: has_on_close.then(|| callbacks.on_close()),
         };
-        let shared = store.get();
-        let (s, c) = (shared.store.clone(), shared.cluster.clone());
+        let (s, c) = store.get().for_node();
         clear_factory_error();
-        let started = py.detach(move || Node::start(config, s, Some(c)));
+        let started = py.detach(move || Node::start(config, s, c));
         let r = match started {
             Ok(node) => Ok(Self {
                 node,
