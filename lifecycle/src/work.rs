@@ -56,6 +56,7 @@ impl MessageRecord {
             lane: self.lane,
             cost: self.cost,
             message: true,
+            index: self.index,
         }
     }
 }
@@ -99,6 +100,7 @@ impl SpotTick {
             lane: LaneKind::Application,
             cost: self.cost,
             message: false,
+            index: 0,
         }
     }
 }
@@ -148,6 +150,8 @@ pub struct SpotCompletion {
     pub(crate) lane: LaneKind,
     pub(crate) cost: u64,
     pub(crate) message: bool,
+    /// A message's place in its burst.
+    pub(crate) index: u32,
 }
 
 /// How long a caller waits for another caller's creation of the same id.

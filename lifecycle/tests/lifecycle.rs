@@ -1126,3 +1126,74 @@ fn send_here_reaches_only_a_spot_of_this_node_and_gives_the_payload_back_otherwi
         Ok(Err(LifecycleError::Closed))
     ));
 }
+
+// ---- Bad completions --------------------------------------------------------------
+
+#[test]
+fn a_message_completed_twice_is_refused_and_the_spot_goes_on() {
+    let w = World::new();
+    let node = w.node(1);
+    node.create_user_spot(S).unwrap();
+    node.send(S, *b"one").unwrap();
+    node.send(S, *b"two").unwrap();
+    let held = take_ready(&node);
+    assert_eq!(held.len(), 2, "one burst of two messages");
+    assert!(node.begin(&held[0]));
+    let first = held[0].complete(Outcome::Ok);
+    // The same completion twice in one call: the first applies, the second is refused.
+    assert!(matches!(
+        node.complete(&[first, first]),
+        Err(LifecycleError::InvalidArgument(_))
+    ));
+    assert_eq!(node.stats().messages_completed, 1);
+    // And again later, alone.
+    assert!(matches!(
+        node.complete(&[first]),
+        Err(LifecycleError::InvalidArgument(_))
+    ));
+    assert!(node.begin(&held[1]));
+    node.complete(&[held[1].complete(Outcome::Ok)]).unwrap();
+    let s = node.stats();
+    assert_eq!(
+        (
+            s.messages_admitted,
+            s.messages_completed,
+            s.messages_dropped
+        ),
+        (2, 2, 0)
+    );
+    let lane = node.lane_use_of(S, LaneKind::Application).unwrap();
+    assert_eq!(
+        (lane.items, lane.bytes),
+        (0, 0),
+        "each reservation returned once"
+    );
+    // The Spot's gate is free: the next message runs.
+    node.send(S, *b"three").unwrap();
+    assert_eq!(run_ready(&node), vec![Ran::Message(S, b"three".to_vec())]);
+}
+
+#[test]
+fn a_tick_completed_twice_is_refused_and_the_next_tick_runs() {
+    let w = World::new();
+    let node = w.node(1);
+    let spot = node.create_user_spot(S).unwrap();
+    node.every(&spot, 1, Duration::from_millis(10), 5).unwrap();
+    node.advance(Duration::from_millis(10)).unwrap();
+    let held = take_ready(&node);
+    assert_eq!(held.len(), 1);
+    assert!(node.begin(&held[0]));
+    let done = held[0].complete(Outcome::Ok);
+    node.complete(&[done]).unwrap();
+    assert!(matches!(
+        node.complete(&[done]),
+        Err(LifecycleError::InvalidArgument(_))
+    ));
+    let lane = node.lane_use_of(S, LaneKind::Application).unwrap();
+    assert_eq!(lane.items, 0, "the reservation came back once");
+    node.advance(Duration::from_millis(10)).unwrap();
+    let next = take_ready(&node);
+    assert_eq!(next.len(), 1, "the next tick is delivered");
+    assert!(node.begin(&next[0]));
+    node.complete(&[next[0].complete(Outcome::Ok)]).unwrap();
+}

@@ -313,6 +313,8 @@ impl Node {
                 queues: None,
                 in_flight: 0,
                 burst_left: 0,
+                in_hand: None,
+                burst_done: 0,
                 doorbell: None,
                 doorbells: 0,
                 closing: false,

@@ -13,7 +13,7 @@ use spot_timer_core::{Completion, Outcome, Record, TickRecord};
 
 use super::{LocalSpot, Node, SpotState};
 use crate::burst::{Burst, BURST_LIMIT};
-use crate::error::Result;
+use crate::error::{LifecycleError, Result};
 use crate::kind::SpotId;
 use crate::lane::{LaneKind, ITEM_OVERHEAD_BYTES};
 use crate::timer_work::Work;
@@ -31,7 +31,13 @@ impl Node {
         timeout: Option<Duration>,
     ) -> Result<usize> {
         let mut core_done: Vec<Completion> = std::mem::take(&mut *self.deferred.lock());
-        self.finish_all(done, &mut core_done);
+        if let Some(e) = self.finish_all(done, &mut core_done) {
+            // The valid ones are applied; nothing is received (call again to receive).
+            let r = self.rt.complete(&core_done);
+            self.retry_closes();
+            r?;
+            return Err(e);
+        }
         let mut records = Vec::new();
         let r = self.rt.exchange(&core_done, &mut records, max, timeout);
         self.retry_closes();
@@ -70,9 +76,13 @@ impl Node {
     pub fn complete(&self, done: &[SpotCompletion]) -> Result<()> {
         // With the node's own pending completions (records it completed while handing over).
         let mut core: Vec<Completion> = std::mem::take(&mut *self.deferred.lock());
-        self.finish_all(done, &mut core);
+        let invalid = self.finish_all(done, &mut core);
         let r = self.rt.complete(&core);
         self.retry_closes();
+        if let Some(e) = invalid {
+            r?;
+            return Err(e);
+        }
         Ok(r?)
     }
 
@@ -106,6 +116,7 @@ impl Node {
                 match st.application.reserve(&limits, LaneKind::Application, 0) {
                     Ok(cost) => {
                         st.in_flight += 1;
+                        st.in_hand = Some(core.token());
                         st.mark_busy();
                         out.push(SpotRecord::Tick(SpotTick {
                             standing: s.clone(),
@@ -145,6 +156,8 @@ impl Node {
             self.deferred.lock().push(core.complete(Outcome::Ok));
             return;
         }
+        st.in_hand = Some(core.token());
+        st.burst_done = 0;
         let burst = Arc::new(Burst::new(s.clone(), core));
         out.reserve(take);
         let q = st.queues.as_mut().expect("counted above");
@@ -182,8 +195,17 @@ impl Node {
     /// Applies the lifecycle side of completions, appending the runtime's completions to
     /// hand on: a tick's own, and a burst's doorbell once its last message completed.
     /// Consecutive completions of one Spot (a burst's) take its lock once.
-    fn finish_all(&self, done: &[SpotCompletion], core: &mut Vec<Completion>) {
+    /// Applies the lifecycle side of `done`; the runtime's completions go to `core`. Each
+    /// completion stands alone: one that names no record in the host's hands (a second
+    /// completion of a record, or a made-up one) is skipped, and the first such is
+    /// returned as the error after the others were applied.
+    fn finish_all(
+        &self,
+        done: &[SpotCompletion],
+        core: &mut Vec<Completion>,
+    ) -> Option<LifecycleError> {
         let now = self.rt.now();
+        let mut invalid = None;
         let mut i = 0;
         while i < done.len() {
             let c = &done[i];
@@ -193,33 +215,61 @@ impl Node {
                 .count();
             let group = &done[i..i + run];
             i += run;
-            for c in group.iter().filter(|c| c.message) {
-                match c.core.outcome {
-                    Outcome::Ok | Outcome::Failed => {
-                        self.counters.messages_completed.fetch_add(1, Relaxed)
-                    }
-                    _ => self.counters.messages_dropped.fetch_add(1, Relaxed),
-                };
-                self.inbound_bytes
-                    .fetch_sub(c.cost - ITEM_OVERHEAD_BYTES, Relaxed);
-            }
             let Some(s) = self.local(c.spot).filter(|s| s.generation == c.generation) else {
                 // Its activation closed meanwhile, lanes and all (only at the node's
                 // shutdown can a burst's Spot go before its doorbell completed).
+                for c in group.iter().filter(|c| c.message) {
+                    self.count_message_end(c);
+                }
                 core.extend(group.iter().filter(|c| !c.message).map(|c| c.core));
                 continue;
             };
             let mut st = s.state.lock();
             for c in group {
-                self.finish_one(&mut st, c, core);
+                if !self.finish_one(&mut st, c, core) && invalid.is_none() {
+                    invalid = Some(LifecycleError::InvalidArgument(format!(
+                        "a completion of Spot {} names no record in the host's hands (given \
+                         twice, or made up); the others were applied",
+                        c.spot
+                    )));
+                }
             }
             st.note_finished(now);
         }
+        invalid
+    }
+
+    /// Counts a message's end: completed (its handler ran) or dropped (it never started),
+    /// and its bytes leave the node's inbound budget.
+    fn count_message_end(&self, c: &SpotCompletion) {
+        match c.core.outcome {
+            Outcome::Ok | Outcome::Failed => self.counters.messages_completed.fetch_add(1, Relaxed),
+            _ => self.counters.messages_dropped.fetch_add(1, Relaxed),
+        };
+        self.inbound_bytes
+            .fetch_sub(c.cost - ITEM_OVERHEAD_BYTES, Relaxed);
     }
 
     /// The lifecycle side of one completion, its Spot's lock held: the lane reservation
-    /// comes back (the caller notes the Spot's activity).
-    fn finish_one(&self, st: &mut SpotState, c: &SpotCompletion, core: &mut Vec<Completion>) {
+    /// comes back (the caller notes the Spot's activity). False (and nothing done) when it
+    /// names no record in the host's hands.
+    fn finish_one(
+        &self,
+        st: &mut SpotState,
+        c: &SpotCompletion,
+        core: &mut Vec<Completion>,
+    ) -> bool {
+        if st.in_hand != Some(c.core.token) {
+            return false;
+        }
+        if c.message {
+            let bit = 1u64 << c.index;
+            if st.burst_done & bit != 0 {
+                return false;
+            }
+            st.burst_done |= bit;
+            self.count_message_end(c);
+        }
         if st.closing {
             // The record's timer ends here rather than coming back for a closing Spot (and
             // taking the gate its close waits for).
@@ -231,13 +281,16 @@ impl Node {
         }
         st.in_flight -= 1;
         if !c.message {
+            st.in_hand = None;
             core.push(c.core);
-            return;
+            return true;
         }
         st.burst_left -= 1;
         if st.burst_left == 0 {
             // The doorbell is delivered (it ends) whether or not its messages started.
+            st.in_hand = None;
             core.push(Completion::new(c.core.token, Outcome::Ok));
         }
+        true
     }
 }

@@ -210,6 +210,12 @@ pub(crate) struct SpotState {
     /// Messages of the burst in flight not yet completed: its doorbell's record completes
     /// (and frees the gate) with the last of them.
     burst_left: u32,
+    /// The token of the runtime's record in the host's hands (a tick, or the doorbell of
+    /// a burst): the Spot's serial gate lets only one be out at a time. A completion for
+    /// any other record, or a second one for a message (`burst_done`), is refused.
+    in_hand: Option<u64>,
+    /// The messages of the burst in hand that have completed (bit = place in the burst).
+    burst_done: u64,
     /// The doorbell rung for the queued messages and not handed over yet (cancelled when
     /// they are dropped).
     doorbell: Option<spot_timer_core::TimerId>,
