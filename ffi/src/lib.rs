@@ -18,6 +18,7 @@ pub mod boundary;
 mod core_runtime;
 pub mod delivery;
 pub mod handles;
+mod lifecycle_status;
 pub mod metrics;
 pub mod node;
 mod node_handles;

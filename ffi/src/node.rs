@@ -8,14 +8,15 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use spot_lifecycle::{
-    CloseReason, LaneKind, LaneLimits, LifecycleError, Node, NodeConfig, NodeId, Queue,
-    RelocationTarget, SpotCompletion, SpotId, SpotKind, SpotRecord,
+    CloseReason, LaneKind, LaneLimits, Node, NodeConfig, NodeId, RelocationTarget, SpotCompletion,
+    SpotId, SpotKind, SpotRecord,
 };
 use spot_timer_core::ClockKind;
 
 use crate::boundary::{
     arg_slice, boundary, read_versioned, write_versioned, Failure, FfiResult, Out, OutSlice,
 };
+use crate::lifecycle_status::lf;
 use crate::node_handles::HandleTable;
 use crate::node_types::*;
 use crate::status::*;
@@ -30,32 +31,6 @@ struct FfiNode {
 }
 
 static NODES: HandleTable<FfiNode> = HandleTable::new("node", b'N');
-
-pub(crate) fn failure(e: LifecycleError) -> Failure {
-    let status = match &e {
-        LifecycleError::NotFound(_) => SPOT_E_NOT_FOUND,
-        LifecycleError::StaleRoute { .. } => SPOT_E_STALE_ROUTE,
-        LifecycleError::CapacityExceeded { queue } => match queue {
-            Queue::ApplicationLane => SPOT_E_APPLICATION_LANE_FULL,
-            Queue::LifecycleLane => SPOT_E_LIFECYCLE_LANE_FULL,
-            Queue::NodeInbound => SPOT_E_NODE_INBOUND_FULL,
-            Queue::Activation => SPOT_E_ACTIVE_CAP,
-        },
-        LifecycleError::Unavailable { .. } => SPOT_E_UNAVAILABLE,
-        LifecycleError::CreationFailed { .. } => SPOT_E_CREATION_FAILED,
-        LifecycleError::WrongKind { .. } => SPOT_E_WRONG_KIND,
-        LifecycleError::InvalidKind(_) => SPOT_E_UNKNOWN_ENUM,
-        LifecycleError::InvalidArgument(_) => SPOT_E_INVALID_ARGUMENT,
-        LifecycleError::Store(_) => SPOT_E_STORE,
-        LifecycleError::Closed => SPOT_E_CLOSED,
-        LifecycleError::Timer(t) => status_of(t),
-    };
-    Failure::new(status, e.to_string())
-}
-
-pub(crate) fn lf<T>(r: Result<T, LifecycleError>) -> FfiResult<T> {
-    r.map_err(failure)
-}
 
 fn kind_code(k: SpotKind) -> u32 {
     k as u32

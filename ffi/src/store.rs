@@ -14,7 +14,7 @@ use spot_lifecycle_etcd::{EtcdConfig, EtcdLocationStore};
 
 use crate::boundary::{boundary, read_versioned, Failure, FfiResult, Out};
 #[cfg(feature = "etcd")]
-use crate::node::lf;
+use crate::lifecycle_status::lf;
 use crate::node_handles::HandleTable;
 use crate::node_types::spot_etcd_config;
 use crate::status::*;
@@ -54,8 +54,9 @@ impl FfiStore {
         }
     }
 
+    // `what` names the call in an etcd store's error (no etcd store without the feature).
+    #[cfg_attr(not(feature = "etcd"), allow(unused_variables))]
     fn embedded_only(&self, what: &str) -> FfiResult<&EmbeddedStore> {
-        let _ = what; // named in the error of an etcd store
         match self {
             FfiStore::Embedded { store, .. } => Ok(store),
             #[cfg(feature = "etcd")]
