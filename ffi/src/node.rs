@@ -145,6 +145,7 @@ pub unsafe extern "C" fn spot_node_start(
                     unsafe { f(env.0, id.0, kind_code(kind), code) }
                 }) as spot_lifecycle::ClosingCallback
             }),
+            listen: None,
         };
         let node = lf(Node::start(
             config,

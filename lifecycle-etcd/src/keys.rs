@@ -6,7 +6,8 @@
 //!   per authority, growing at every re-creation); its mod revision fences the Ready
 //!   commit (it equals the create revision while the record is Creating).
 //! - `{prefix}node/{node id}`: a live node, attached to its lease. Value:
-//!   `v1 {active cap} {active count}`.
+//!   `v1 {active cap} {active count}`, followed by ` {address}` when the node serves other
+//!   node processes (`127.0.0.1:7001`, `[::1]:7001`).
 //!
 //! Ids are written as 20 zero-padded digits so that one prefix range lists one kind of
 //! key and the text sorts like the number.
@@ -26,6 +27,7 @@ pub(crate) struct LocationValue {
 pub(crate) struct NodeValue {
     pub cap: u64,
     pub active: u64,
+    pub address: Option<std::net::SocketAddr>,
 }
 
 /// One decoded key of this store.
@@ -104,7 +106,10 @@ impl LocationValue {
 
 impl NodeValue {
     pub fn encode(&self) -> String {
-        format!("v1 {} {}", self.cap, self.active)
+        match self.address {
+            Some(a) => format!("v1 {} {} {a}", self.cap, self.active),
+            None => format!("v1 {} {}", self.cap, self.active),
+        }
     }
 
     pub fn decode(raw: &[u8]) -> Option<Self> {
@@ -115,7 +120,15 @@ impl NodeValue {
         }
         let cap = parts.next()?.parse().ok()?;
         let active = parts.next()?.parse().ok()?;
-        parts.next().is_none().then_some(Self { cap, active })
+        let address = match parts.next() {
+            Some(a) => Some(a.parse().ok()?),
+            None => None,
+        };
+        parts.next().is_none().then_some(Self {
+            cap,
+            active,
+            address,
+        })
     }
 }
 
@@ -131,8 +144,19 @@ mod tests {
             node: NodeId(7),
         };
         assert_eq!(LocationValue::decode(v.encode().as_bytes()), Some(v));
-        let n = NodeValue { cap: 10, active: 3 };
+        let n = NodeValue {
+            cap: 10,
+            active: 3,
+            address: None,
+        };
         assert_eq!(NodeValue::decode(n.encode().as_bytes()), Some(n));
+        let n = NodeValue {
+            address: Some("127.0.0.1:7001".parse().unwrap()),
+            ..n
+        };
+        assert_eq!(n.encode(), "v1 10 3 127.0.0.1:7001");
+        assert_eq!(NodeValue::decode(n.encode().as_bytes()), Some(n));
+        assert_eq!(NodeValue::decode(b"v1 10 3 nowhere"), None);
         for bad in [
             "",
             "v1",

@@ -327,11 +327,17 @@ fn unavailable(spot: SpotId, evidence: String) -> LifecycleError {
 }
 
 impl LocationStore for EtcdLocationStore {
-    fn register_node(&self, node: NodeId, active_cap: u64) -> Result<()> {
+    fn register_node(
+        &self,
+        node: NodeId,
+        active_cap: u64,
+        address: Option<std::net::SocketAddr>,
+    ) -> Result<()> {
         self.require_lease()?;
         let value = NodeValue {
             cap: active_cap,
             active: 0,
+            address,
         };
         let key = self.keys.node(node);
         let key_again = key.clone();
@@ -360,6 +366,18 @@ impl LocationStore for EtcdLocationStore {
         k.nodes.insert(node, value);
         k.down.remove(&node);
         Ok(())
+    }
+
+    fn node_address(&self, node: NodeId) -> Option<std::net::SocketAddr> {
+        if let Some((v, _)) = self.own.lock().get(&node) {
+            return v.address;
+        }
+        self.view
+            .known
+            .lock()
+            .nodes
+            .get(&node)
+            .and_then(|v| v.address)
     }
 
     fn remove_node(&self, node: NodeId) {

@@ -158,7 +158,7 @@ fn reservation_race_between_stores_has_one_winner_per_id() {
     let p = prefix("reserve");
     let stores: Vec<_> = (0..3).map(|_| store(&p, 10)).collect();
     for (i, s) in stores.iter().enumerate() {
-        s.register_node(NodeId(i as u64 + 1), 1_000).unwrap();
+        s.register_node(NodeId(i as u64 + 1), 1_000, None).unwrap();
     }
     let wins = AtomicU64::new(0);
     let per_id: Vec<AtomicU64> = (0..200).map(|_| AtomicU64::new(0)).collect();
@@ -190,8 +190,8 @@ fn reservation_race_between_stores_has_one_winner_per_id() {
 fn commit_is_fenced_release_frees_the_id_and_generations_grow() {
     let p = prefix("fence");
     let (a, b) = (store(&p, 10), store(&p, 10));
-    a.register_node(NodeId(1), 10).unwrap();
-    b.register_node(NodeId(2), 10).unwrap();
+    a.register_node(NodeId(1), 10, None).unwrap();
+    b.register_node(NodeId(2), 10, None).unwrap();
     let id = SpotId(7);
     let r = a.reserve(id, SpotKind::User, NodeId(1)).unwrap().unwrap();
     assert!(b.reserve(id, SpotKind::User, NodeId(2)).unwrap().is_none());
@@ -222,7 +222,7 @@ fn commit_is_fenced_release_frees_the_id_and_generations_grow() {
     b.abort(&again);
     assert!(a.read(id).unwrap().record.is_none());
     // A node id that is live already is refused, also from another process's store.
-    assert!(b.register_node(NodeId(1), 10).is_err());
+    assert!(b.register_node(NodeId(1), 10, None).is_err());
 }
 
 #[test]
@@ -230,8 +230,8 @@ fn commit_is_fenced_release_frees_the_id_and_generations_grow() {
 fn steady_state_reads_make_no_etcd_request_and_the_watch_invalidates() {
     let p = prefix("cache");
     let (a, b) = (store(&p, 10), store(&p, 10));
-    a.register_node(NodeId(1), 10).unwrap();
-    b.register_node(NodeId(2), 10).unwrap();
+    a.register_node(NodeId(1), 10, None).unwrap();
+    b.register_node(NodeId(2), 10, None).unwrap();
     let id = SpotId(1);
     let r = a
         .reserve(id, SpotKind::Instance, NodeId(1))
@@ -307,8 +307,8 @@ fn steady_state_reads_make_no_etcd_request_and_the_watch_invalidates() {
 fn placement_picks_a_live_node_below_its_cap() {
     let p = prefix("place");
     let (a, b) = (store(&p, 10), store(&p, 10));
-    a.register_node(NodeId(1), 2).unwrap();
-    b.register_node(NodeId(2), 5).unwrap();
+    a.register_node(NodeId(1), 2, None).unwrap();
+    b.register_node(NodeId(2), 5, None).unwrap();
     wait_for("both nodes known to both", Duration::from_secs(5), || {
         a.node_status(NodeId(2)) == NodeStatus::Alive
             && b.node_status(NodeId(1)) == NodeStatus::Alive
@@ -419,7 +419,7 @@ fn a_node_stopped_past_its_lease_cannot_commit_after_resume() {
     assert_eq!(read_line(&mut lines), "reserved");
     signal(&child.0, "-STOP");
     let s = store(&p, 10);
-    s.register_node(NodeId(2), 10).unwrap();
+    s.register_node(NodeId(2), 10, None).unwrap();
     wait_for(
         "the stopped node's lease to end",
         Duration::from_secs(10),
@@ -484,7 +484,7 @@ fn a_node_stopped_past_its_lease_starts_nothing_of_its_old_authority_after_resum
 fn a_lost_lease_ends_the_authority() {
     let p = prefix("lease");
     let a = store(&p, 2);
-    a.register_node(NodeId(1), 10).unwrap();
+    a.register_node(NodeId(1), 10, None).unwrap();
     let r = a
         .reserve(SpotId(3), SpotKind::Instance, NodeId(1))
         .unwrap()

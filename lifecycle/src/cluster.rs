@@ -1,7 +1,8 @@
-//! Several simulated nodes in one process: how a node reaches another to forward a
-//! message or an activation. A deployment across processes replaces this with its
-//! transport; the rules on the receiving side (the owner and lease check of L4) stay in
-//! the node, which is a `Peer` here — this module knows nothing else of it.
+//! Several nodes in one process, and what one node asks of another to forward a message
+//! or an activation (`Peer`). Nodes of other processes are reached through the
+//! `transport` module, which implements the same trait over TCP; the rules on the
+//! receiving side (the owner and lease check of L4) stay in the node, which is a `Peer`
+//! here — this module knows nothing else of it.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};

@@ -15,7 +15,7 @@
 //! accounting), [`store`] (the Location Store interface and the embedded store),
 //! `resolver` (the four closed states of an id), `catalog` (the eviction cursor),
 //! `timer_work` (what a record of the timer runtime stands for), `burst` (messages handed
-//! over under one record), [`work`] (records and completions), [`cluster`] (simulated nodes in one process),
+//! over under one record), [`work`] (records and completions), [`cluster`] (nodes in one process), `transport` (nodes of other processes, over TCP),
 //! [`node`] (the node, split by role).
 #![warn(missing_docs)]
 
@@ -29,6 +29,7 @@ pub mod node;
 mod resolver;
 pub mod store;
 mod timer_work;
+mod transport;
 pub mod work;
 
 pub use catalog::SCAN_LIMIT;

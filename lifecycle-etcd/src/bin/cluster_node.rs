@@ -171,7 +171,9 @@ fn run() -> Result<(), String> {
         }
         "fence" => {
             let spot = SpotId(arg(&args, 5, "SPOT")?);
-            store.register_node(node, 10).map_err(|e| e.to_string())?;
+            store
+                .register_node(node, 10, None)
+                .map_err(|e| e.to_string())?;
             let r = store
                 .reserve(spot, SpotKind::Instance, node)
                 .map_err(|e| e.to_string())?

@@ -130,7 +130,7 @@ impl Node {
                             None => continue, // created elsewhere meanwhile: read again
                         }
                     }
-                    let Some(remote) = self.cluster.as_ref().and_then(|c| c.node(target)) else {
+                    let Some(remote) = self.peer(target) else {
                         return Err(LifecycleError::Unavailable {
                             spot: id,
                             evidence: "the node chosen for it cannot be reached".into(),

@@ -181,8 +181,13 @@ impl Node {
         payload: Box<[u8]>,
         create: Option<SpotKind>,
     ) -> Result<(NodeId, u64)> {
-        let r = match self.cluster.as_ref().and_then(|c| c.node(node)) {
-            Some(remote) if node != self.id => remote.accept(spot, lane, payload, create),
+        let remote = if node == self.id {
+            None
+        } else {
+            self.peer(node)
+        };
+        let r = match remote {
+            Some(remote) => remote.accept(spot, lane, payload, create),
             _ => Err(LifecycleError::StaleRoute {
                 spot,
                 reason: StaleReason::NotOwner,

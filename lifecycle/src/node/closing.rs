@@ -222,6 +222,9 @@ impl Node {
         if let Some(c) = &self.cluster {
             c.leave(self.id);
         }
+        if let Some(mut server) = self.server.lock().take() {
+            server.stop();
+        }
         self.store.remove_node(self.id);
         targets
     }

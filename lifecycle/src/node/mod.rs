@@ -39,13 +39,18 @@ use parking_lot::{Mutex, RwLock};
 use spot_timer_core::{ClockKind, GateMode, Nanos, Owner, Runtime, RuntimeConfig, Sink, TimerSpec};
 
 use crate::catalog::{Catalog, Place, BUSY};
-use crate::cluster::Cluster;
+use crate::cluster::{Cluster, Peer};
 use crate::error::{LifecycleError, Queue, Result};
 use crate::kind::{Entry, Instance, Kind, Spot, SpotId, SpotKind, User};
 use crate::lane::{LaneKind, LaneLimits, LaneUse};
 use crate::store::{Authority, LocationStore, NodeId};
 use crate::timer_work::Work;
+use crate::transport::{PeerServer, Remotes};
 use crate::work::DEFAULT_CREATION_WAIT;
+
+/// How much longer than a creation may wait a request to another process's node waits for
+/// its answer (the store's round trips and the factory on the other side).
+const REMOTE_ANSWER_MARGIN: Duration = Duration::from_secs(10);
 
 pub(crate) use activation::Attempt;
 
@@ -96,6 +101,11 @@ pub struct NodeConfig {
     pub factory: Option<Factory>,
     /// Told when a Spot closes.
     pub on_close: Option<ClosingCallback>,
+    /// Serve the nodes of other processes on this address (port 0: any free port; the
+    /// address bound is recorded in the store with the node, see [`Node::address`]).
+    /// None: the node is reached from this process only. A node forwards to other
+    /// processes' nodes whether it listens or not.
+    pub listen: Option<std::net::SocketAddr>,
 }
 
 impl Default for NodeConfig {
@@ -113,6 +123,7 @@ impl Default for NodeConfig {
             owner_lease: None,
             factory: None,
             on_close: None,
+            listen: None,
         }
     }
 }
@@ -344,6 +355,12 @@ pub struct Node {
     entry: std::sync::OnceLock<Spot<Entry>>,
     /// Spots whose close waits for a running record (see `Node::retry_closes`).
     closing: Mutex<Vec<Arc<LocalSpot>>>,
+    /// Serves other processes' nodes (when `config.listen`); stopped at shutdown.
+    server: Mutex<Option<PeerServer>>,
+    /// The address other processes reach this node at.
+    address: Option<std::net::SocketAddr>,
+    /// Connections to other processes' nodes.
+    remotes: Remotes,
 }
 
 impl Node {
@@ -366,7 +383,10 @@ impl Node {
             sink: Sink::Exchange,
             ..RuntimeConfig::default()
         })?;
-        store.register_node(config.node, config.active_cap)?;
+        let mut server = config.listen.map(PeerServer::bind).transpose()?;
+        let address = server.as_ref().map(PeerServer::address);
+        store.register_node(config.node, config.active_cap, address)?;
+        let remotes = Remotes::new(config.creation_wait + REMOTE_ANSWER_MARGIN);
         let node = Arc::new(Self {
             id: config.node,
             config,
@@ -386,10 +406,20 @@ impl Node {
             occupied: AtomicU64::new(0),
             entry: std::sync::OnceLock::new(),
             closing: Mutex::default(),
+            server: Mutex::new(None),
+            address,
+            remotes,
         });
+        let weak: std::sync::Weak<Node> = Arc::downgrade(&node);
         if let Some(c) = &node.cluster {
-            let weak: std::sync::Weak<Node> = Arc::downgrade(&node);
-            c.join(node.id, weak);
+            c.join(node.id, weak.clone());
+        }
+        if let Some(mut server) = server.take() {
+            if let Err(e) = server.serve(node.id, weak) {
+                node.shutdown();
+                return Err(e);
+            }
+            *node.server.lock() = Some(server);
         }
         let entry = match node.activate(node.config.entry, SpotKind::Entry, &mut None) {
             Ok(Some(s)) => {
@@ -407,6 +437,21 @@ impl Node {
             return Err(e);
         }
         Ok(node)
+    }
+
+    /// The address other node processes reach this node at (when it listens).
+    pub fn address(&self) -> Option<std::net::SocketAddr> {
+        self.address
+    }
+
+    /// Node `node` to forward to: in this process, or else at the address the store
+    /// holds for it.
+    pub(crate) fn peer(&self, node: NodeId) -> Option<Arc<dyn Peer>> {
+        if let Some(p) = self.cluster.as_ref().and_then(|c| c.node(node)) {
+            return Some(p);
+        }
+        let address = self.store.node_address(node)?;
+        Some(self.remotes.peer(node, address))
     }
 
     /// This node's id.

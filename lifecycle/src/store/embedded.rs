@@ -25,6 +25,7 @@ struct NodeEntry {
     status: NodeStatus,
     cap: u64,
     active: u64,
+    address: Option<std::net::SocketAddr>,
 }
 
 /// The embedded Location Store (the default).
@@ -84,7 +85,12 @@ impl EmbeddedStore {
 }
 
 impl LocationStore for EmbeddedStore {
-    fn register_node(&self, node: NodeId, active_cap: u64) -> Result<()> {
+    fn register_node(
+        &self,
+        node: NodeId,
+        active_cap: u64,
+        address: Option<std::net::SocketAddr>,
+    ) -> Result<()> {
         let mut s = self.state.lock();
         if s.nodes
             .get(&node)
@@ -100,10 +106,15 @@ impl LocationStore for EmbeddedStore {
                 status: NodeStatus::Alive,
                 cap: active_cap,
                 active: 0,
+                address,
             },
         );
         s.revision += 1;
         Ok(())
+    }
+
+    fn node_address(&self, node: NodeId) -> Option<std::net::SocketAddr> {
+        self.state.lock().nodes.get(&node).and_then(|n| n.address)
     }
 
     fn remove_node(&self, node: NodeId) {

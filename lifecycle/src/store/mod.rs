@@ -88,9 +88,19 @@ pub struct Reservation {
 
 /// A Location Store. Every method is atomic with respect to the others.
 pub trait LocationStore: Send + Sync {
-    /// Registers a node with its active-Spot cap (or registers it again after it was
-    /// down or gone). A node id that is live already is refused.
-    fn register_node(&self, node: NodeId, active_cap: u64) -> Result<()>;
+    /// Registers a node with its active-Spot cap and the address other node processes
+    /// reach it at (None: reachable in this process only), or registers it again after it
+    /// was down or gone. A node id that is live already is refused.
+    fn register_node(
+        &self,
+        node: NodeId,
+        active_cap: u64,
+        address: Option<std::net::SocketAddr>,
+    ) -> Result<()>;
+    /// The address `node` registered with, while it is registered. Read on every message
+    /// forwarded to another process: a store answers it from what it holds, without a
+    /// request of its own.
+    fn node_address(&self, node: NodeId) -> Option<std::net::SocketAddr>;
     /// A node that shut down (its Spots closed) leaves: it is never chosen again.
     fn remove_node(&self, node: NodeId);
     /// Updates the node's count of active Spots (for placement).

@@ -160,8 +160,17 @@ impl Drop for SharedEtcd {
 /// Every method is the etcd store's own (including `authority_runs`, whose default would
 /// otherwise say the node's lease always runs).
 impl LocationStore for SharedEtcd {
-    fn register_node(&self, node: NodeId, active_cap: u64) -> Result<()> {
-        self.0.register_node(node, active_cap)
+    fn register_node(
+        &self,
+        node: NodeId,
+        active_cap: u64,
+        address: Option<std::net::SocketAddr>,
+    ) -> Result<()> {
+        self.0.register_node(node, active_cap, address)
+    }
+
+    fn node_address(&self, node: NodeId) -> Option<std::net::SocketAddr> {
+        self.0.node_address(node)
     }
     fn remove_node(&self, node: NodeId) {
         self.0.remove_node(node)
