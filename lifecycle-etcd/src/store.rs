@@ -372,12 +372,20 @@ impl LocationStore for EtcdLocationStore {
         if let Some((v, _)) = self.own.lock().get(&node) {
             return v.address;
         }
-        self.view
-            .known
-            .lock()
-            .nodes
-            .get(&node)
-            .and_then(|v| v.address)
+        if let Some(v) = self.view.known.lock().nodes.get(&node) {
+            return v.address;
+        }
+        // A node this process's watch has not shown yet (it registered a moment ago):
+        // asked once from etcd, without caching it (the watch brings it, and its end).
+        let key = self.keys.node(node);
+        let answer = self
+            .call(move |mut c| {
+                let key = key.clone();
+                async move { c.get(key, None).await }
+            })
+            .ok()?;
+        let kv = answer.value.kvs().first()?;
+        NodeValue::decode(kv.value())?.address
     }
 
     fn remove_node(&self, node: NodeId) {

@@ -2,12 +2,18 @@
 //!
 //! `spot-cluster-node MODE ENDPOINT PREFIX NODE [ARGS]`, one result line per fact on
 //! stdout (`key value`), errors on stderr with exit code 2:
+//! Every node listens on a free loopback port, so that the others forward messages and
+//! creations to it, and runs a delivery loop that handles the messages of its Spots.
 //! - `race IDS THREADS GO_FILE`: waits for GO_FILE, then THREADS threads call
-//!   `send_or_create` on ids 0..IDS (each from its own offset); prints `created ID` for
-//!   each id whose factory ran here, `ok N`, `stale N`, `other N`, `requests N`, `done`,
-//!   then waits for `GO_FILE.end` before shutting its node down.
+//!   `send_or_create` (having printed `ready` once its node runs) on ids 0..IDS (each from its own offset) with a payload unique in
+//!   the cluster (node << 48 | thread << 32 | i); prints `created ID` for each id whose
+//!   factory ran here, `ok N`, `stale N`, `other N`, `requests N`, `done`; then waits for
+//!   `GO_FILE.end` (every process has finished sending), waits until every message
+//!   admitted here has run, prints `ran PAYLOAD` for each message handled here,
+//!   `dropped N` and `end`, and shuts its node down.
 //! - `hold FIRST COUNT`: creates Instance Spots FIRST..FIRST+COUNT here, prints `ready`,
-//!   then waits (to be killed or stopped by the test).
+//!   then handles messages (printing `ran PAYLOAD` for each 8-byte payload as it runs)
+//!   until it is killed or stopped by the test.
 //! - `ticks SPOT`: creates SPOT here with a 20 ms timer and runs a delivery loop that
 //!   records when each piece of work starts; prints `ready`, reads a line from stdin (the
 //!   test stops the process past its lease meanwhile), waits 300 ms, then prints
@@ -31,6 +37,14 @@ fn main() {
     }
 }
 
+/// One result line on stdout, flushed at once (the test reads it while this runs).
+fn say(line: String) {
+    let out = std::io::stdout();
+    let mut o = out.lock();
+    let _ = writeln!(o, "{line}");
+    let _ = o.flush();
+}
+
 fn arg<T: std::str::FromStr>(args: &[String], i: usize, name: &str) -> Result<T, String> {
     args.get(i)
         .ok_or(format!("missing argument {name}"))?
@@ -51,12 +65,6 @@ fn run() -> Result<(), String> {
     );
     let node = NodeId(arg(&args, 4, "NODE")?);
     let store = Arc::new(EtcdLocationStore::connect(config).map_err(|e| e.to_string())?);
-    let out = std::io::stdout();
-    let say = |line: String| {
-        let mut o = out.lock();
-        let _ = writeln!(o, "{line}");
-        let _ = o.flush();
-    };
     match mode.as_str() {
         "race" => {
             let ids: u64 = arg(&args, 5, "IDS")?;
@@ -65,6 +73,10 @@ fn run() -> Result<(), String> {
             let created = Arc::new(Mutex::new(Vec::new()));
             let made = created.clone();
             let n = start_node(node, store.clone(), Some(made))?;
+            let ran = Arc::new(Mutex::new(Vec::<u64>::new()));
+            let seen = ran.clone();
+            let delivery = deliver(n.clone(), move |p| seen.lock().unwrap().push(p));
+            say("ready".into());
             while !std::path::Path::new(&go).exists() {
                 std::thread::sleep(Duration::from_millis(5));
             }
@@ -75,9 +87,13 @@ fn run() -> Result<(), String> {
                     s.spawn(move || {
                         for i in 0..ids {
                             let id = SpotId((i + t * ids / threads) % ids);
-                            let slot = match n.send_or_create(id, vec![1u8]) {
+                            let payload = node.0 << 48 | t << 32 | i;
+                            let slot = match n.send_or_create(id, payload.to_le_bytes().to_vec()) {
                                 Ok(_) => 0,
-                                Err(LifecycleError::StaleRoute { .. }) => 1,
+                                Err(e @ LifecycleError::StaleRoute { .. }) => {
+                                    eprintln!("spot {id}: {e:?}");
+                                    1
+                                }
                                 Err(e) => {
                                     eprintln!("spot {id}: {e}");
                                     2
@@ -96,13 +112,37 @@ fn run() -> Result<(), String> {
             say(format!("other {}", counts[2].load(Relaxed)));
             say(format!("requests {}", store.requests()));
             say("done".into());
-            // Shut down (which releases this node's Spots) only once every process is
-            // done racing, so that no release lets another process create an id again.
+            // Every process has finished sending once the test writes GO_FILE.end; then
+            // every message admitted here runs before this node says what ran, and shuts
+            // down (which releases this node's Spots) only then, so that no release lets
+            // another process create an id again.
             let end = format!("{go}.end");
             while !std::path::Path::new(&end).exists() {
                 std::thread::sleep(Duration::from_millis(5));
             }
+            let until = std::time::Instant::now() + Duration::from_secs(60);
+            loop {
+                let s = n.stats();
+                if s.messages_admitted == s.messages_completed + s.messages_dropped {
+                    break;
+                }
+                if std::time::Instant::now() > until {
+                    return Err(format!("messages still pending after 60 s: {s:?}"));
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            {
+                let out = std::io::stdout();
+                let mut o = out.lock();
+                for p in ran.lock().unwrap().iter() {
+                    let _ = writeln!(o, "ran {p}");
+                }
+                let _ = o.flush();
+            }
+            say(format!("dropped {}", n.stats().messages_dropped));
+            say("end".into());
             n.shutdown();
+            let _ = delivery.join();
         }
         "hold" => {
             let first: u64 = arg(&args, 5, "FIRST")?;
@@ -112,6 +152,7 @@ fn run() -> Result<(), String> {
                 n.send_or_create(SpotId(id), vec![0u8])
                     .map_err(|e| format!("creating {id}: {e}"))?;
             }
+            let _delivery = deliver(n.clone(), move |p| say(format!("ran {p}")));
             say("ready".into());
             loop {
                 std::thread::sleep(Duration::from_secs(1));
@@ -196,6 +237,40 @@ fn run() -> Result<(), String> {
     Ok(())
 }
 
+/// Runs every record of `node` on a thread of its own until the node closes: each
+/// message with an 8-byte payload is reported to `ran` (as a little-endian u64).
+fn deliver(
+    node: Arc<Node>,
+    mut ran: impl FnMut(u64) + Send + 'static,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let mut done = Vec::new();
+        let mut batch = Vec::new();
+        loop {
+            batch.clear();
+            if node
+                .exchange(&done, &mut batch, 256, Some(Duration::from_millis(5)))
+                .is_err()
+            {
+                return;
+            }
+            done.clear();
+            for rec in batch.drain(..) {
+                if !node.begin(&rec) {
+                    done.push(rec.complete(spot_lifecycle::Outcome::NotStarted));
+                    continue;
+                }
+                if let spot_lifecycle::SpotRecord::Message(m) = &rec {
+                    if let Ok(p) = <[u8; 8]>::try_from(m.payload()) {
+                        ran(u64::from_le_bytes(p));
+                    }
+                }
+                done.push(rec.complete(spot_lifecycle::Outcome::Ok));
+            }
+        }
+    })
+}
+
 fn start_node(
     node: NodeId,
     store: Arc<EtcdLocationStore>,
@@ -210,6 +285,7 @@ fn start_node(
                 Ok(())
             }) as spot_lifecycle::Factory
         }),
+        listen: Some(std::net::SocketAddr::from(([127, 0, 0, 1], 0))),
         ..NodeConfig::default()
     };
     Node::start(config, store, None).map_err(|e| e.to_string())

@@ -130,12 +130,13 @@ impl Node {
                             None => continue, // created elsewhere meanwhile: read again
                         }
                     }
-                    let Some(remote) = self.peer(target) else {
-                        return Err(LifecycleError::Unavailable {
+                    let remote = self.peer(target, id).map_err(|e| match e {
+                        LifecycleError::StaleRoute { .. } => LifecycleError::Unavailable {
                             spot: id,
-                            evidence: "the node chosen for it cannot be reached".into(),
-                        });
-                    };
+                            evidence: "the node chosen for it has left".into(),
+                        },
+                        e => e,
+                    })?;
                     match remote.activate_here(id, kind, first)? {
                         Some(generation) => return Ok((target, generation)),
                         None => continue,

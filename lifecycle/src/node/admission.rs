@@ -172,7 +172,8 @@ impl Node {
         }
     }
 
-    /// Hands the message to node `node`; a stale answer drops the cached route.
+    /// Hands the message to node `node`; a stale answer or an unreachable node drops the
+    /// cached route.
     fn forward(
         &self,
         node: NodeId,
@@ -181,21 +182,26 @@ impl Node {
         payload: Box<[u8]>,
         create: Option<SpotKind>,
     ) -> Result<(NodeId, u64)> {
-        let remote = if node == self.id {
-            None
-        } else {
-            self.peer(node)
-        };
-        let r = match remote {
-            Some(remote) => remote.accept(spot, lane, payload, create),
-            _ => Err(LifecycleError::StaleRoute {
+        let r = if node == self.id {
+            Err(LifecycleError::StaleRoute {
                 spot,
                 reason: StaleReason::NotOwner,
-            }),
+            })
+        } else {
+            self.peer(node, spot)
+                .and_then(|remote| remote.accept(spot, lane, payload, create))
         };
-        if let Err(LifecycleError::StaleRoute { .. }) = &r {
-            self.routes.lock().remove(&spot);
-            self.counters.stale_routes.fetch_add(1, Relaxed);
+        match &r {
+            Err(LifecycleError::StaleRoute { .. }) => {
+                self.routes.lock().remove(&spot);
+                self.counters.stale_routes.fetch_add(1, Relaxed);
+            }
+            // The owner cannot be reached: the next call asks the store again, which
+            // knows when that node's lease has ended and the Spot may be created anew.
+            Err(LifecycleError::Unavailable { .. }) => {
+                self.routes.lock().remove(&spot);
+            }
+            _ => {}
         }
         r.map(|g| (node, g))
     }

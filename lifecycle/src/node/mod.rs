@@ -445,13 +445,30 @@ impl Node {
     }
 
     /// Node `node` to forward to: in this process, or else at the address the store
-    /// holds for it.
-    pub(crate) fn peer(&self, node: NodeId) -> Option<Arc<dyn Peer>> {
+    /// holds for it. Err: `Unavailable` for a live node that does not listen for other
+    /// processes, `StaleRoute` for a node that is gone.
+    pub(crate) fn peer(&self, node: NodeId, spot: SpotId) -> Result<Arc<dyn Peer>> {
         if let Some(p) = self.cluster.as_ref().and_then(|c| c.node(node)) {
-            return Some(p);
+            return Ok(p);
         }
-        let address = self.store.node_address(node)?;
-        Some(self.remotes.peer(node, address))
+        if let Some(address) = self.store.node_address(node) {
+            return Ok(self.remotes.peer(node, address));
+        }
+        if self.store.node_status(node) == crate::store::NodeStatus::Alive {
+            return Err(LifecycleError::Unavailable {
+                spot,
+                evidence: format!(
+                    "its node {} runs in another process and does not listen for other \
+                     processes (NodeConfig::listen)",
+                    node.0
+                )
+                .into(),
+            });
+        }
+        Err(LifecycleError::StaleRoute {
+            spot,
+            reason: crate::error::StaleReason::NotOwner,
+        })
     }
 
     /// This node's id.
