@@ -112,6 +112,13 @@ impl<P> Shared<P> {
             (w, superseded, closed)
         };
 
+        // A first deadline less than one resolution away (work armed for "now", a short
+        // delay) is woken for to the nanosecond: the wheel would hold it until its tick
+        // boundary, up to a whole resolution late — all of its delay, for work armed to
+        // run at once. Later deadlines of the timer follow its period's rule (`exact`).
+        let first_exact = exact
+            || (self.manual.is_none()
+                && schedule.first_due() < now.saturating_add(self.resolution));
         if superseded.is_none() && !closed {
             // The common case needs no work context: arm, count, done.
             if word::phase(published) == word::IDLE {
@@ -120,7 +127,7 @@ impl<P> Shared<P> {
                     target: index,
                     tag: published as u32,
                 };
-                if let Some(wake_at) = self.shards.arm_one(shard, entry, exact) {
+                if let Some(wake_at) = self.shards.arm_one(shard, entry, first_exact) {
                     if self.wake_for(wake_at) {
                         self.counters.add(C::scheduler_wakes_by_hosts, 1);
                     }
@@ -138,7 +145,7 @@ impl<P> Shared<P> {
                 self.finish(old, ending, from, false, work);
             }
             if word::phase(published) == word::IDLE {
-                work.arm(index, schedule.first_due(), published, exact);
+                work.arm(index, schedule.first_due(), published, first_exact);
             }
             work.tally.add(C::registered, 1);
             if closed {
