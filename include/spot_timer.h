@@ -1273,8 +1273,8 @@ spot_status spot_prometheus(uint64_t rt,
 spot_status spot_node_start(const struct spot_node_config *cfg, uint64_t store, uint64_t *out_node);
 
 /**
- * Writes the address the node serves other processes' nodes at ("127.0.0.1:40123",
- * "[::1]:40123"; the port bound when `cfg->listen` asked for port 0) to `buf`,
+ * Writes the address the node serves other processes' nodes at (`"127.0.0.1:40123"`,
+ * `"[::1]:40123"`; the port bound when `cfg->listen` asked for port 0) to `buf`,
  * NUL-terminated; the empty string when the node does not listen. `*out_len` receives
  * the text's full length without the NUL: when it is `>= cap` the text was cut; call
  * again with a larger buffer (64 bytes always suffice).

@@ -172,8 +172,8 @@ pub unsafe extern "C" fn spot_node_start(
     })
 }
 
-/// Writes the address the node serves other processes' nodes at ("127.0.0.1:40123",
-/// "[::1]:40123"; the port bound when `cfg->listen` asked for port 0) to `buf`,
+/// Writes the address the node serves other processes' nodes at (`"127.0.0.1:40123"`,
+/// `"[::1]:40123"`; the port bound when `cfg->listen` asked for port 0) to `buf`,
 /// NUL-terminated; the empty string when the node does not listen. `*out_len` receives
 /// the text's full length without the NUL: when it is `>= cap` the text was cut; call
 /// again with a larger buffer (64 bytes always suffice).
