@@ -263,9 +263,11 @@ extern "C" {
  * start check as a compare-and-swap (`started_value`) and the owner's lease
  * (`lease_word`); `spot_runtime_config` gained `resolution_ns`; `spot_stats` gained
  * `records_taken_back`, `records_abandoned` and `scheduler_wakes_by_hosts`. 2.1 adds
- * `spot_runtime_close`.
+ * `spot_runtime_close` and the Spot lifecycle; 2.2 delivery sessions and the etcd store;
+ * 2.3 `spot_node_config::listen` and `spot_node_address` (nodes of several processes
+ * reach each other over TCP).
  */
-#define SPOT_ABI_VERSION ((2 << 16) | 2)
+#define SPOT_ABI_VERSION ((2 << 16) | 3)
 
 /**
  * Status code returned by every fallible `spot_*` function (`int32_t`). 0 is success.
@@ -416,7 +418,8 @@ typedef void (*spot_closing_fn)(void *env, uint64_t spot_id, uint32_t kind, uint
 
 /**
  * How to start a node. Versioned: set `struct_size = sizeof(struct spot_node_config)`;
- * a zero limit takes its default.
+ * a zero limit takes its default. A host built against 2.1 or 2.2 (without `listen`,
+ * 112 bytes) is still accepted: its node does not listen.
  */
 struct spot_node_config {
     /**
@@ -479,6 +482,15 @@ struct spot_node_config {
      * Handed to `factory` and `on_close`; never read by the library.
      */
     void *env;
+    /**
+     * Since 2.3. Serve the nodes of other processes (on other stores of the same etcd
+     * prefix) over TCP on this address: NULL or "" for none; otherwise "IP:PORT", e.g.
+     * "127.0.0.1:0" (port 0: any free port; `spot_node_address` tells the port bound).
+     * The address bound is recorded in the store with the node. Read during
+     * `spot_node_start` only. A node forwards to other processes' nodes whether it
+     * listens or not.
+     */
+    const char *listen;
 };
 
 /**
@@ -1247,13 +1259,31 @@ spot_status spot_prometheus(uint64_t rt,
 
 /**
  * Starts a node on `store` (0: a private embedded store) and creates its Entry Spot.
+ * With `cfg->listen` ("IP:PORT"; NULL or "": none) the node serves the nodes of other
+ * processes over TCP on that address and records the address bound in the store.
  *
- * Ownership: the caller frees the node with `spot_node_free`. `cfg` is read during the
- * call; `cfg->env` is kept and handed to the callbacks until the node is freed.
+ * Ownership: the caller frees the node with `spot_node_free`. `cfg` and `cfg->listen`
+ * are read during the call; `cfg->env` is kept and handed to the callbacks until the
+ * node is freed.
  * Errors: SPOT_E_NULL_ARGUMENT, SPOT_E_BAD_STRUCT_SIZE, SPOT_E_UNKNOWN_ENUM,
- * SPOT_E_INVALID_ARGUMENT, SPOT_E_INVALID_HANDLE (store), SPOT_E_STORE, SPOT_E_OS.
+ * SPOT_E_INVALID_ARGUMENT (also `cfg->listen` not UTF-8 or not "IP:PORT", or the address
+ * cannot be bound: the message says which), SPOT_E_INVALID_HANDLE (store), SPOT_E_STORE,
+ * SPOT_E_OS.
  */
 spot_status spot_node_start(const struct spot_node_config *cfg, uint64_t store, uint64_t *out_node);
+
+/**
+ * Writes the address the node serves other processes' nodes at (`"127.0.0.1:40123"`,
+ * `"[::1]:40123"`; the port bound when `cfg->listen` asked for port 0) to `buf`,
+ * NUL-terminated; the empty string when the node does not listen. `*out_len` receives
+ * the text's full length without the NUL: when it is `>= cap` the text was cut; call
+ * again with a larger buffer (64 bytes always suffice).
+ *
+ * Ownership: `buf` belongs to the caller and is written during the call only.
+ * Thread-safe. Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT,
+ * SPOT_E_INVALID_ARGUMENT (cap 0).
+ */
+spot_status spot_node_address(uint64_t node, char *buf, size_t cap, size_t *out_len);
 
 /**
  * Shuts a node down (every Spot closes with SPOT_CLOSE_NODE_SHUTDOWN, its timers end)
@@ -1484,7 +1514,7 @@ spot_status spot_owner_gate_leave(uint64_t rt, uint64_t owner_id);
 
 /**
  * The ABI version of the library: `(major << 16) | minor`; this header is
- * `SPOT_ABI_VERSION` (2.2). A host built against major M works with a library of the
+ * `SPOT_ABI_VERSION` (2.3). A host built against major M works with a library of the
  * same major M and a minor >= its own.
  *
  * Infallible. Thread-safe.

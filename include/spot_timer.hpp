@@ -563,6 +563,10 @@ public:
     }
     NodeConfig &factory(Factory f) { factory_ = std::move(f); return *this; }
     NodeConfig &on_close(ClosingCallback f) { on_close_ = std::move(f); return *this; }
+    // Serve the nodes of other processes over TCP on "IP:PORT" (e.g. "127.0.0.1:0", port 0:
+    // any free port; Node::address() tells the port bound). Empty (the default): none. A
+    // bad address makes the Node constructor throw SPOT_E_INVALID_ARGUMENT.
+    NodeConfig &listen(std::string address) { listen_ = std::move(address); return *this; }
 
 private:
     friend class Node;
@@ -573,6 +577,7 @@ private:
     uint64_t inbound_ = 0, active_cap_ = 0, idle_ns_ = 0, lease_ns_ = 0;
     Factory factory_;
     ClosingCallback on_close_;
+    std::string listen_;
 };
 
 // A node of the Spot lifecycle. Move-only; destruction shuts it down (every Spot closes
@@ -692,6 +697,19 @@ public:
         check(spot_node_lane_use(h_, spot_id, static_cast<uint32_t>(lane), &u.items, &u.bytes));
         return u;
     }
+    // The address other processes' nodes reach this node at ("127.0.0.1:40123"); nullopt
+    // when it does not listen (spot_node_address).
+    std::optional<std::string> address() const {
+        char buf[64];
+        size_t len = 0;
+        check(spot_node_address(h_, buf, sizeof buf, &len));
+        if (len == 0) return std::nullopt;
+        if (len < sizeof buf) return std::string(buf, len);
+        std::string s(len + 1, '\0');
+        check(spot_node_address(h_, s.data(), s.size(), &len));
+        s.resize(len < s.size() ? len : s.size() - 1);
+        return s;
+    }
     void add_entry_actor(uint64_t actor_id) { check(spot_node_add_entry_actor(h_, actor_id)); }
     // The node's User and Instance Spots and its Entry Spot's actors (never the Entry Spot).
     std::vector<RelocationTarget> relocation_targets() const {
@@ -730,6 +748,7 @@ private:
         c.factory = callbacks_->factory ? &factory_trampoline : nullptr;
         c.on_close = callbacks_->on_close ? &closing_trampoline : nullptr;
         c.env = callbacks_.get();
+        c.listen = cfg.listen_.empty() ? nullptr : cfg.listen_.c_str();
         check(spot_node_start(&c, store, &h_)); // on failure the callbacks die with us
     }
 

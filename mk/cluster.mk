@@ -3,8 +3,8 @@
 #                       single-member etcd and a 3-member etcd cluster on loopback with
 #                       temporary data directories (tests/cluster/with-etcd.sh), runs the
 #                       cluster tests (node processes spawned by the tests), then the
-#                       Python binding's etcd tests, and stops every etcd at the end
-#                       whatever happens.
+#                       etcd tests of the C ABI, the C++ wrapper, .NET and the Python
+#                       binding, and stops every etcd at the end whatever happens.
 # The etcd client crate compiles etcd's protobuf files at build time, so every cargo
 # command over the workspace needs `protoc` (Debian protobuf-compiler): RUST_TOOLS. So does
 # the Python binding, which links the etcd store (mk/python.mk).
@@ -21,7 +21,7 @@ etcd-installed:
 	@command -v etcd >/dev/null && command -v etcdctl >/dev/null || (apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server etcd-client >/dev/null)
 
-# Then the C ABI, .NET and the Python binding on etcd (two nodes on two stores, as two
+# Then the C ABI, the C++ wrapper, .NET and the Python binding on etcd (two nodes on two stores, as two
 # processes would have them) against a fresh etcd each. PY_INSTALLED is defined by
 # mk/python.mk, read after this file: `$$(PY_INSTALLED)` is expanded once every file is read.
 .SECONDEXPANSION:
@@ -33,6 +33,9 @@ test-cluster: protoc etcd-installed ffi-lib dotnet-build $$(PY_INSTALLED)
 	@mkdir -p $(C_BUILD)
 	gcc $(C_CFLAGS) $(SAN) tests/cluster/c_etcd.c $(C_SHARED) -o $(C_BUILD)/c_etcd
 	timeout --kill-after=10 120 tests/cluster/with-etcd.sh $(C_BUILD)/c_etcd
+	@echo "== the C++ wrapper's listen address on etcd (nodes of two stores over TCP)"
+	g++ $(CXX_FLAGS) $(SAN) tests/cluster/cpp_etcd.cpp $(C_STATIC) -o $(C_BUILD)/cpp_etcd
+	timeout --kill-after=10 120 tests/cluster/with-etcd.sh $(C_BUILD)/cpp_etcd
 	@echo "== the etcd store from .NET (the fixture's etcd test must run, not be ignored)"
 	cd $(DOTNET_BUILD) && timeout --kill-after=10 200 $(ROOT)/tests/cluster/with-etcd.sh \
 	  env $(DOTNET_ENV) nunit-console -nologo -noshadow SpotTimer.Tests.dll \

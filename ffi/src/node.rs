@@ -20,7 +20,7 @@ use crate::lifecycle_status::lf;
 use crate::node_handles::HandleTable;
 use crate::node_types::*;
 use crate::status::*;
-use crate::store::{FfiStore, STORES};
+use crate::store::{opt_str, FfiStore, STORES};
 use crate::types::{clock_from_u32, outcome_from_u32, ClockChoice};
 
 struct FfiNode {
@@ -60,12 +60,20 @@ fn lane_limits(items: u64, bytes: u64, default: LaneLimits) -> LaneLimits {
     }
 }
 
+/// The size of `spot_node_config` before ABI 2.3 (no `listen`).
+const NODE_CONFIG_V2_2_SIZE: usize = std::mem::offset_of!(spot_node_config, listen);
+
 /// Starts a node on `store` (0: a private embedded store) and creates its Entry Spot.
+/// With `cfg->listen` ("IP:PORT"; NULL or "": none) the node serves the nodes of other
+/// processes over TCP on that address and records the address bound in the store.
 ///
-/// Ownership: the caller frees the node with `spot_node_free`. `cfg` is read during the
-/// call; `cfg->env` is kept and handed to the callbacks until the node is freed.
+/// Ownership: the caller frees the node with `spot_node_free`. `cfg` and `cfg->listen`
+/// are read during the call; `cfg->env` is kept and handed to the callbacks until the
+/// node is freed.
 /// Errors: SPOT_E_NULL_ARGUMENT, SPOT_E_BAD_STRUCT_SIZE, SPOT_E_UNKNOWN_ENUM,
-/// SPOT_E_INVALID_ARGUMENT, SPOT_E_INVALID_HANDLE (store), SPOT_E_STORE, SPOT_E_OS.
+/// SPOT_E_INVALID_ARGUMENT (also `cfg->listen` not UTF-8 or not "IP:PORT", or the address
+/// cannot be bound: the message says which), SPOT_E_INVALID_HANDLE (store), SPOT_E_STORE,
+/// SPOT_E_OS.
 #[no_mangle]
 pub unsafe extern "C" fn spot_node_start(
     cfg: *const spot_node_config,
@@ -73,8 +81,12 @@ pub unsafe extern "C" fn spot_node_start(
     out_node: *mut u64,
 ) -> spot_status {
     boundary("spot_node_start", || {
-        let cfg = read_versioned(cfg, "cfg", &[])?;
+        let cfg = read_versioned(cfg, "cfg", &[NODE_CONFIG_V2_2_SIZE])?;
         let out = Out::new(out_node, "out_node")?;
+        let listen = match opt_str(cfg.listen, "cfg->listen")? {
+            Some(text) => lf(NodeConfig::parse_listen(&text, "`cfg->listen`"))?,
+            None => None,
+        };
         let clock = match clock_from_u32(cfg.clock)? {
             ClockChoice::Real => ClockKind::Real,
             ClockChoice::Manual => ClockKind::manual(),
@@ -145,7 +157,7 @@ pub unsafe extern "C" fn spot_node_start(
                     unsafe { f(env.0, id.0, kind_code(kind), code) }
                 }) as spot_lifecycle::ClosingCallback
             }),
-            listen: None,
+            listen,
         };
         let node = lf(Node::start(
             config,
@@ -156,6 +168,43 @@ pub unsafe extern "C" fn spot_node_start(
             node,
             inflight: Mutex::new(HashMap::new()),
         })));
+        Ok(())
+    })
+}
+
+/// Writes the address the node serves other processes' nodes at (`"127.0.0.1:40123"`,
+/// `"[::1]:40123"`; the port bound when `cfg->listen` asked for port 0) to `buf`,
+/// NUL-terminated; the empty string when the node does not listen. `*out_len` receives
+/// the text's full length without the NUL: when it is `>= cap` the text was cut; call
+/// again with a larger buffer (64 bytes always suffice).
+///
+/// Ownership: `buf` belongs to the caller and is written during the call only.
+/// Thread-safe. Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT,
+/// SPOT_E_INVALID_ARGUMENT (cap 0).
+#[no_mangle]
+pub unsafe extern "C" fn spot_node_address(
+    node: u64,
+    buf: *mut c_char,
+    cap: usize,
+    out_len: *mut usize,
+) -> spot_status {
+    boundary("spot_node_address", || {
+        let out_len = Out::new(out_len, "out_len")?;
+        if buf.is_null() {
+            return Err(Failure::new(SPOT_E_NULL_ARGUMENT, "`buf` must not be NULL"));
+        }
+        if cap == 0 {
+            return Err(Failure::new(
+                SPOT_E_INVALID_ARGUMENT,
+                "`cap` must be at least 1",
+            ));
+        }
+        let n = NODES.get(node)?;
+        let text = n.node.address().map(|a| a.to_string()).unwrap_or_default();
+        let len = text.len().min(cap - 1);
+        std::ptr::copy_nonoverlapping(text.as_ptr(), buf as *mut u8, len);
+        *buf.add(len) = 0;
+        out_len.write(text.len());
         Ok(())
     })
 }

@@ -75,7 +75,8 @@ pub struct spot_etcd_config {
 }
 
 /// How to start a node. Versioned: set `struct_size = sizeof(struct spot_node_config)`;
-/// a zero limit takes its default.
+/// a zero limit takes its default. A host built against 2.1 or 2.2 (without `listen`,
+/// 112 bytes) is still accepted: its node does not listen.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct spot_node_config {
@@ -109,6 +110,13 @@ pub struct spot_node_config {
     pub on_close: spot_closing_fn,
     /// Handed to `factory` and `on_close`; never read by the library.
     pub env: *mut c_void,
+    /// Since 2.3. Serve the nodes of other processes (on other stores of the same etcd
+    /// prefix) over TCP on this address: NULL or "" for none; otherwise "IP:PORT", e.g.
+    /// "127.0.0.1:0" (port 0: any free port; `spot_node_address` tells the port bound).
+    /// The address bound is recorded in the store with the node. Read during
+    /// `spot_node_start` only. A node forwards to other processes' nodes whether it
+    /// listens or not.
+    pub listen: *const c_char,
 }
 
 /// One unit of Spot work handed to the host by `spot_node_exchange`. Valid (its payload

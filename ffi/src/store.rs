@@ -88,7 +88,7 @@ pub unsafe extern "C" fn spot_store_new(out_store: *mut u64) -> spot_status {
 ///
 /// # Safety
 /// When non-null, `p` must point to a NUL-terminated string.
-unsafe fn opt_str(p: *const c_char, name: &str) -> FfiResult<Option<String>> {
+pub(crate) unsafe fn opt_str(p: *const c_char, name: &str) -> FfiResult<Option<String>> {
     if p.is_null() {
         return Ok(None);
     }

@@ -63,9 +63,11 @@ pub const SPOT_FIRST_DUE_DEFAULT: u64 = u64::MAX;
 /// start check as a compare-and-swap (`started_value`) and the owner's lease
 /// (`lease_word`); `spot_runtime_config` gained `resolution_ns`; `spot_stats` gained
 /// `records_taken_back`, `records_abandoned` and `scheduler_wakes_by_hosts`. 2.1 adds
-/// `spot_runtime_close`.
+/// `spot_runtime_close` and the Spot lifecycle; 2.2 delivery sessions and the etcd store;
+/// 2.3 `spot_node_config::listen` and `spot_node_address` (nodes of several processes
+/// reach each other over TCP).
 #[allow(clippy::identity_op)] // spelled (major << 16) | minor, as hosts read it
-pub const SPOT_ABI_VERSION: u32 = (2 << 16) | 2;
+pub const SPOT_ABI_VERSION: u32 = (2 << 16) | 3;
 
 /// A timer generation: a value, copy it freely. Generations are unique in the process,
 /// so a handle of another runtime is rejected, never misused. An ended generation keeps

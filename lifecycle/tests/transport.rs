@@ -248,3 +248,32 @@ fn listening_on_an_address_in_use_is_a_readable_error() {
     let n = listening(&w, 1, 100);
     assert_ne!(n.address(), Some(taken.local_addr().unwrap()));
 }
+
+#[test]
+fn a_listen_address_as_text_is_ip_and_port_or_nothing() {
+    assert_eq!(NodeConfig::parse_listen("", "listen").unwrap(), None);
+    assert_eq!(
+        NodeConfig::parse_listen("127.0.0.1:0", "listen").unwrap(),
+        Some("127.0.0.1:0".parse().unwrap())
+    );
+    assert_eq!(
+        NodeConfig::parse_listen("[::1]:7000", "listen").unwrap(),
+        Some("[::1]:7000".parse().unwrap())
+    );
+    for bad in [
+        "localhost:0",
+        "127.0.0.1",
+        "127.0.0.1:70000",
+        "not an address",
+        " 127.0.0.1:0",
+    ] {
+        match NodeConfig::parse_listen(bad, "cfg->listen") {
+            Err(LifecycleError::InvalidArgument(text)) => {
+                assert!(text.contains("cfg->listen"), "{text}");
+                assert!(text.contains(&format!("{bad:?}")), "{text}");
+                assert!(text.contains("IP:PORT"), "{text}");
+            }
+            other => panic!("{bad:?}: {other:?}"),
+        }
+    }
+}

@@ -1514,6 +1514,120 @@ static void lifecycle_bad_entry_spot_of_another_node(void) {
     env_destroy(&env);
 }
 
+/* ---- Listening for other processes' nodes (ABI 2.3) ---- */
+
+static int lc_last_error_has(const char *words) {
+    char msg[512];
+    spot_last_error(msg, sizeof msg);
+    return strstr(msg, words) != NULL;
+}
+
+/* The node's address as text (empty: not listening); checks the length it reports. */
+static void lc_address(uint64_t node, char *buf, size_t cap) {
+    size_t len = 999;
+    buf[0] = 'x';
+    CHECK_OK(spot_node_address(node, buf, cap, &len));
+    CHECK_EQ_U64(len, strlen(buf));
+}
+
+static void lifecycle_listen_the_address_bound_is_readable(void) {
+    struct lc_env env;
+    env_init(&env);
+    struct spot_node_config cfg = lc_config(1, &env);
+    cfg.listen = "127.0.0.1:0";
+    uint64_t node = lc_start(&cfg, 0);
+    char addr[64];
+    lc_address(node, addr, sizeof addr);
+    CHECK(strncmp(addr, "127.0.0.1:", 10) == 0);
+    long port = strtol(addr + 10, NULL, 10);
+    CHECK(port > 0 && port < 65536);
+    /* too small a buffer: cut, NUL-terminated, the full length reported */
+    char small[5];
+    size_t len = 0;
+    CHECK_OK(spot_node_address(node, small, sizeof small, &len));
+    CHECK_EQ_U64(len, strlen(addr));
+    CHECK(strcmp(small, "127.") == 0);
+    /* bad arguments */
+    len = 77;
+    CHECK_ST(spot_node_address(node, addr, 0, &len), SPOT_E_INVALID_ARGUMENT);
+    CHECK_ST(spot_node_address(node, NULL, 64, &len), SPOT_E_NULL_ARGUMENT);
+    CHECK_ST(spot_node_address(node, addr, sizeof addr, NULL), SPOT_E_NULL_ARGUMENT);
+    CHECK_ST(spot_node_address(0, addr, sizeof addr, &len), SPOT_E_INVALID_HANDLE);
+    CHECK_EQ_U64(len, 77);
+    /* another node cannot listen on the same address: a readable error naming it */
+    struct spot_node_config taken = lc_config(2, &env);
+    char same[64];
+    snprintf(same, sizeof same, "%s", addr);
+    taken.listen = same;
+    uint64_t h = 77;
+    CHECK_ST(spot_node_start(&taken, 0, &h), SPOT_E_INVALID_ARGUMENT);
+    CHECK(lc_last_error_has("cannot listen on"));
+    CHECK(lc_last_error_has(addr));
+    CHECK_EQ_U64(h, 77);
+    CHECK_OK(spot_node_free(node));
+    CHECK_ST(spot_node_address(node, addr, sizeof addr, &len), SPOT_E_INVALID_HANDLE);
+    env_destroy(&env);
+}
+
+static void lifecycle_listen_none_is_an_empty_address(void) {
+    struct lc_env env;
+    env_init(&env);
+    char addr[64];
+    /* NULL and "" both mean: not listening */
+    struct spot_node_config cfg = lc_config(1, &env);
+    uint64_t a = lc_start(&cfg, 0);
+    lc_address(a, addr, sizeof addr);
+    CHECK(strcmp(addr, "") == 0);
+    cfg = lc_config(1, &env);
+    cfg.listen = "";
+    uint64_t b = lc_start(&cfg, 0);
+    lc_address(b, addr, sizeof addr);
+    CHECK(strcmp(addr, "") == 0);
+    /* a host built before 2.3 (the struct without `listen`): whatever follows is not read */
+    cfg = lc_config(1, &env);
+    cfg.struct_size = (uint32_t)offsetof(struct spot_node_config, listen);
+    cfg.listen = "not read";
+    uint64_t c = lc_start(&cfg, 0);
+    lc_address(c, addr, sizeof addr);
+    CHECK(strcmp(addr, "") == 0);
+    /* a size between the two versions is refused */
+    cfg.struct_size = (uint32_t)offsetof(struct spot_node_config, listen) + 4;
+    uint64_t h = 77;
+    CHECK_ST(spot_node_start(&cfg, 0, &h), SPOT_E_BAD_STRUCT_SIZE);
+    CHECK_EQ_U64(h, 77);
+    CHECK_OK(spot_node_free(a));
+    CHECK_OK(spot_node_free(b));
+    CHECK_OK(spot_node_free(c));
+    env_destroy(&env);
+}
+
+static void lifecycle_bad_listen_addresses_are_refused(void) {
+    struct lc_env env;
+    env_init(&env);
+    const char *bad[] = {"localhost:0", "127.0.0.1", "127.0.0.1:70000", "not an address", " 127.0.0.1:0"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct spot_node_config cfg = lc_config(1, &env);
+        cfg.listen = bad[i];
+        uint64_t h = 77;
+        CHECK_ST(spot_node_start(&cfg, 0, &h), SPOT_E_INVALID_ARGUMENT);
+        CHECK(lc_last_error_has("spot_node_start: invalid argument: `cfg->listen`"));
+        CHECK(lc_last_error_has(bad[i]));
+        CHECK(lc_last_error_has("is not an address IP:PORT"));
+        CHECK_EQ_U64(h, 77);
+    }
+    struct spot_node_config cfg = lc_config(1, &env);
+    cfg.listen = "\xff:0";
+    uint64_t h = 77;
+    CHECK_ST(spot_node_start(&cfg, 0, &h), SPOT_E_INVALID_ARGUMENT);
+    CHECK(lc_last_error_has("`cfg->listen` is not UTF-8"));
+    CHECK_EQ_U64(h, 77);
+    /* nothing was started: the factory never ran, the id starts fine afterwards */
+    CHECK_EQ_U64(atomic_load(&env.factory_runs), 0);
+    uint64_t n = lc_node(1, &env, 0);
+    CHECK_OK(spot_node_free(n));
+    env_destroy(&env);
+}
+
 void run_lifecycle_tests(void) {
     RUN(lifecycle_l01_the_entry_spot_is_not_relocated_its_actors_are);
     RUN(lifecycle_l02_an_ordinary_message_to_a_missing_id_creates_nothing);
@@ -1541,4 +1655,7 @@ void run_lifecycle_tests(void) {
     RUN(lifecycle_bad_a_refused_completion_call_applies_nothing);
     RUN(lifecycle_bad_freed_and_made_up_handles);
     RUN(lifecycle_bad_entry_spot_of_another_node);
+    RUN(lifecycle_listen_the_address_bound_is_readable);
+    RUN(lifecycle_listen_none_is_an_empty_address);
+    RUN(lifecycle_bad_listen_addresses_are_refused);
 }

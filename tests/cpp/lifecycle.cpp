@@ -4,9 +4,11 @@
 // as spot::Error. The C ABI's behaviour in full is tested by tests/c/lifecycle.c.
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -364,6 +366,30 @@ static void ticks_and_bad_input() {
     });
 }
 
+// NodeConfig::listen and Node::address (ABI 2.3): the address bound, none by default, and
+// a bad address or one in use as spot::Error SPOT_E_INVALID_ARGUMENT saying what was wrong.
+static void listen_and_address() {
+    spot::Node quiet(config(1));
+    EXPECT(!quiet.address().has_value());
+    spot::Node node(config(2).listen("127.0.0.1:0"));
+    std::optional<std::string> addr = node.address();
+    EXPECT(addr.has_value());
+    if (addr) {
+        EXPECT(addr->rfind("127.0.0.1:", 0) == 0);
+        long port = std::strtol(addr->c_str() + 10, nullptr, 10);
+        EXPECT(port > 0 && port < 65536);
+        // moved: the same node, the same address
+        spot::Node moved(std::move(node));
+        EXPECT(moved.address() == addr);
+        expect_error("listen in use", SPOT_E_INVALID_ARGUMENT, "cannot listen on",
+                     [&] { spot::Node again(config(3).listen(*addr)); });
+    }
+    expect_error("listen without port", SPOT_E_INVALID_ARGUMENT, "is not an address IP:PORT",
+                 [] { spot::Node bad(config(4).listen("127.0.0.1")); });
+    expect_error("listen host name", SPOT_E_INVALID_ARGUMENT, "\"localhost:0\"",
+                 [] { spot::Node bad(config(4).listen("localhost:0")); });
+}
+
 int main() {
     l02_an_ordinary_message_to_a_missing_id_creates_nothing();
     l03_concurrent_creation_runs_the_factory_once();
@@ -372,6 +398,7 @@ int main() {
     a_failing_factory_fails_the_creation();
     callbacks_live_as_long_as_the_node();
     ticks_and_bad_input();
+    listen_and_address();
     if (failures) {
         std::fprintf(stderr, "C++ lifecycle tests: %d failed\n", failures);
         return 1;

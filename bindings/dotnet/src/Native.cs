@@ -142,7 +142,7 @@ namespace SpotTimer.Interop
         /// <summary><c>spot_relocation_target::what</c>: an actor of the Entry Spot.</summary>
         public const uint TARGET_ENTRY_ACTOR = 1;
         /// <summary>The ABI version this binding is built against: (major &lt;&lt; 16) | minor.</summary>
-        public const uint ABI_VERSION = 0x00020002; // 2.2: delivery sessions (2.1: spot_runtime_close, the Spot lifecycle)
+        public const uint ABI_VERSION = 0x00020003; // 2.3: spot_node_config.listen, spot_node_address (2.2: delivery sessions, the etcd store; 2.1: spot_runtime_close, the Spot lifecycle)
     }
 
     /// <summary>A timer generation: a value, copy it freely. Generations are unique in the process, so a handle of another runtime is rejected, never misused. An ended generation keeps its result until its slot is reused by a later registration (slots rest in a queue first); after that its handle gives SPOT_E_STALE_TIMER.
@@ -391,6 +391,8 @@ namespace SpotTimer.Interop
         public IntPtr on_close;            // spot_closing_fn
         /// <summary>Handed to <c>factory</c> and <c>on_close</c>; never read by the library.</summary>
         public IntPtr env;
+        /// <summary>ABI 2.3: serve the nodes of other processes over TCP on this address (UTF-8, NUL-terminated, read during <c>spot_node_start</c> only): NULL or "" for none; otherwise "IP:PORT", e.g. "127.0.0.1:0" (port 0: any free port).</summary>
+        public IntPtr listen;
     }
 
     /// <summary>How to reach etcd (<c>spot_store_new_etcd</c>, ABI 2.2). Versioned: set <c>struct_size</c>; a zero duration takes its default.
@@ -552,7 +554,7 @@ namespace SpotTimer.Interop
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         public static extern UIntPtr spot_last_error(byte* buf, UIntPtr len);
 
-        /// <summary>The ABI version of the library: <c>(major &lt;&lt; 16) | minor</c>; this header is <c>SPOT_ABI_VERSION</c> (2.1). A host built against major M works with a library of the same major M and a minor &gt;= its own.
+        /// <summary>The ABI version of the library: <c>(major &lt;&lt; 16) | minor</c>; this header is <c>SPOT_ABI_VERSION</c> (2.3). A host built against major M works with a library of the same major M and a minor &gt;= its own.
         /// <para>Infallible. Thread-safe.</para></summary>
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         public static extern uint spot_abi_version();
@@ -735,6 +737,11 @@ namespace SpotTimer.Interop
         /// <para>Ownership: the caller frees the node with <c>spot_node_free</c>. <c>cfg</c> is read during the call; <c>cfg-&gt;env</c> is kept and handed to the callbacks until the node is freed. Errors: SPOT_E_NULL_ARGUMENT, SPOT_E_BAD_STRUCT_SIZE, SPOT_E_UNKNOWN_ENUM, SPOT_E_INVALID_ARGUMENT, SPOT_E_INVALID_HANDLE (store), SPOT_E_STORE, SPOT_E_OS.</para></summary>
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         public static extern int spot_node_start(spot_node_config* cfg, ulong store, ulong* out_node);
+
+        /// <summary>Writes the address the node serves other processes' nodes at ("127.0.0.1:40123") to <c>buf</c>, NUL-terminated; the empty string when the node does not listen (ABI 2.3). <c>*out_len</c> receives the text's full length without the NUL: when it is <c>&gt;= cap</c> the text was cut; call again with a larger buffer (64 bytes always suffice).
+        /// <para>Ownership: <c>buf</c> belongs to the caller and is written during the call only. Thread-safe. Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT, SPOT_E_INVALID_ARGUMENT (cap 0).</para></summary>
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern int spot_node_address(ulong node, byte* buf, UIntPtr cap, UIntPtr* out_len);
 
         /// <summary>Shuts a node down (every Spot closes with SPOT_CLOSE_NODE_SHUTDOWN, its timers end) and frees the handle. Records not yet completed become invalid. Errors: SPOT_E_INVALID_HANDLE.</summary>
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]

@@ -1121,5 +1121,54 @@ namespace SpotTimer.Tests
                 Assert.AreEqual(10, node.GetStats().MessagesCompleted);
             }
         }
+
+        // ---- Listening for other processes' nodes (NodeOptions.Listen, Node.Address; ABI 2.3)
+
+        [Test, Timeout(30000)]
+        public void Listen_TheAddressBound_IsReadable_AndNoneIsNull()
+        {
+            using (var w = new World())
+            {
+                var o = w.Options(1);
+                o.Listen = "127.0.0.1:0";
+                var node = w.NodeWith(o);
+                string addr = node.Address;
+                Assert.IsNotNull(addr);
+                StringAssert.StartsWith("127.0.0.1:", addr);
+                int port = int.Parse(addr.Substring("127.0.0.1:".Length));
+                Assert.That(port, Is.InRange(1, 65535));
+                Assert.IsNull(w.Node(2).Address, "not listening: null");
+                var empty = w.Options(3);
+                empty.Listen = "";
+                Assert.IsNull(w.NodeWith(empty).Address, "\"\" is not listening");
+                // The address is taken: a readable error naming it.
+                var taken = w.Options(4);
+                taken.Listen = addr;
+                var e = Assert.Throws<SpotInvalidArgumentException>(() => w.NodeWith(taken));
+                Assert.AreEqual(SpotStatus.InvalidArgument, e.Status);
+                StringAssert.Contains("cannot listen on " + addr, e.Message);
+                // Disposed: the getter says so.
+                node.Dispose();
+                Assert.Throws<ObjectDisposedException>(() => { var a = node.Address; });
+            }
+        }
+
+        [Test, Timeout(30000)]
+        public void Listen_AnAddressThatIsNotIpAndPort_IsRefusedSayingWhy()
+        {
+            using (var w = new World())
+            {
+                foreach (var bad in new[] { "localhost:0", "127.0.0.1", "127.0.0.1:70000", "not an address" })
+                {
+                    var o = w.Options(1);
+                    o.Listen = bad;
+                    var e = Assert.Throws<SpotInvalidArgumentException>(() => w.NodeWith(o), bad);
+                    Assert.AreEqual(SpotStatus.InvalidArgument, e.Status);
+                    StringAssert.Contains("`cfg->listen` \"" + bad + "\" is not an address IP:PORT", e.Message);
+                }
+                Assert.AreEqual(0, w.FactoryRuns, "no node was started");
+                Assert.IsNull(w.Node(1).Address, "the id starts fine afterwards");
+            }
+        }
     }
 }

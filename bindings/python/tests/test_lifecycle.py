@@ -848,6 +848,11 @@ def test_bad_input_arguments(w, call, exc, word):
         ({"on_close": "x"}, st.HandlerNotCallableError, "on_close"),
         ({"store": object()}, st.ArgumentTypeError, "store"),
         ({"manual_clock": "yes"}, st.ArgumentTypeError, "manual_clock"),
+        ({"listen": 8080}, st.ArgumentTypeError, "listen"),
+        ({"listen": b"127.0.0.1:0"}, st.ArgumentTypeError, "listen"),
+        ({"listen": "localhost:0"}, st.InvalidArgumentError, 'listen "localhost:0" is not an address IP:PORT'),
+        ({"listen": "127.0.0.1"}, st.InvalidArgumentError, 'listen "127.0.0.1" is not an address IP:PORT'),
+        ({"listen": "127.0.0.1:70000"}, st.InvalidArgumentError, "is not an address IP:PORT"),
     ],
 )
 def test_bad_input_node_arguments(kw, exc, word):
@@ -932,3 +937,26 @@ def test_the_module_surface():
         assert issubclass(cls, st.SpotTimerError)
         assert getattr(st, cls.__name__) is cls
     assert [int(k) for k in lc.SpotKind] == [1, 2, 3]
+
+
+# ---- Listening for other processes' nodes -----------------------------------------------
+
+
+def test_a_listening_node_tells_the_address_it_bound(w):
+    node = w.node(1, listen="127.0.0.1:0")
+    host, _, port = node.address.rpartition(":")
+    assert host == "127.0.0.1" and 0 < int(port) < 65536, node.address
+    # Not listening: None (the default, and the empty string).
+    assert w.node(2).address is None
+    assert w.node(3, listen=None).address is None
+    assert w.node(4, listen="").address is None
+    # The address is taken: a readable error naming it; nothing was started.
+    with pytest.raises(st.InvalidArgumentError) as info:
+        lc.Node(5, 1005, w.store, listen=node.address)
+    assert f"cannot listen on {node.address}" in str(info.value), str(info.value)
+    assert w.store.node_status(5) == "gone"
+    # Nodes on one store are one in-process cluster: they reach each other without TCP,
+    # and the message runs on the owner.
+    node.send_or_create(S, b"made")
+    w.nodes[1].send(S, b"local")
+    assert run_ready(node) == [msg(S, b"made"), msg(S, b"local")]

@@ -6,7 +6,10 @@ not hold the interpreter. With etcd (``SPOT_ETCD_ENDPOINT``, set by
 ``tests/cluster/with-etcd.sh``; ``make test-cluster`` runs this file that way): two nodes
 on two etcd stores, as two processes would have them — with the meaning of
 lifecycle-etcd/tests/cluster.rs (one creation cluster-wide, a message for a Spot another
-process owns ends with ``StaleRouteError``, no etcd request on the steady-state send path).
+process owns ends with ``StaleRouteError`` when that node does not listen, no etcd request
+on the steady-state send path) and of lifecycle/tests/transport.rs (a node started with
+``listen`` is reached over TCP: messages sent from the other store's node run on it, and a
+creation placed on it runs there with its first message).
 """
 import os
 import socket
@@ -132,13 +135,13 @@ class Cluster:
     """Two 'processes': a store each (its own etcd lease) and a node on it, one factory
     counting creations per Spot id across both."""
 
-    def __init__(self, prefix):
+    def __init__(self, prefix, node_kw=({}, {})):
         self.made = Counter()
         self.lock = threading.Lock()
         self.stores = [lc.Store.etcd(ENDPOINT, prefix=prefix, lease_ttl=4) for _ in range(2)]
         self.nodes = [
-            lc.Node(i + 1, 1000 + i + 1, s, factory=self.factory)
-            for i, s in enumerate(self.stores)
+            lc.Node(i + 1, 1000 + i + 1, s, factory=self.factory, **kw)
+            for i, (s, kw) in enumerate(zip(self.stores, node_kw))
         ]
 
     def factory(self, spot_id, kind):
@@ -171,8 +174,8 @@ def test_two_nodes_on_two_etcd_stores_create_once_and_route_through_etcd(two):
     wait_for("each store to see the other node", 5,
              lambda: s2.node_status(1) == "alive" and s1.node_status(2) == "alive")
     assert s1.node_status(99) == "gone"
-    # No transport between processes yet: a message from node 2 to the Spot node 1 owns
-    # ends with StaleRoute (it did not run), and the intent creates nothing a second time.
+    # Node 1 does not listen: a message from node 2 to the Spot node 1 owns ends with
+    # StaleRoute (it did not run), and the intent creates nothing a second time.
     for call in (n2.send, n2.send_or_create):
         with pytest.raises(lc.StaleRouteError) as info:
             call(7, b"from node 2")
@@ -239,3 +242,62 @@ def test_embedded_only_calls_raise_store_kind_error_and_the_rest_work(two):
 def test_a_node_id_live_in_another_process_is_refused(two):
     with pytest.raises(lc.LocationStoreError, match="already live"):
         lc.Node(1, 2001, two.stores[1])
+
+
+def run_all(node, want, timeout):
+    """Dispatches on `node` until `want` messages ran or `timeout` passed, then once more
+    briefly (to catch any beyond `want`); (spot_id, payload) of each, in order."""
+    ran = []
+    until = time.monotonic() + timeout
+    while len(ran) < want and time.monotonic() < until:
+        node.dispatch(lambda r: ran.append((r.spot_id, r.payload)), timeout=0.05)
+    while node.dispatch(lambda r: ran.append((r.spot_id, r.payload)), timeout=0.2):
+        pass
+    return ran
+
+
+def check_listens(node):
+    host, _, port = node.address.rpartition(":")
+    assert host == "127.0.0.1" and 0 < int(port) < 65536, node.address
+
+
+@needs_etcd
+def test_a_message_from_another_process_reaches_the_owner_over_tcp(prefix):
+    c = Cluster(prefix, node_kw=({"listen": "127.0.0.1:0"}, {}))
+    try:
+        (n1, n2) = c.nodes
+        check_listens(n1)
+        assert n2.address is None
+        gen = n1.send_or_create(77, b"created")
+        n2.send(77, b"over tcp")
+        assert n2.send_or_create(77, b"again") == gen, "the same Spot, not a second one"
+        assert c.made[77] == 1
+        assert run_all(n1, 3, 5) == [(77, b"created"), (77, b"over tcp"), (77, b"again")]
+        assert run_all(n2, 0, 0) == [], "nothing runs on the sender"
+        with pytest.raises(lc.NotFoundError):
+            n2.spot_kind(77)
+        assert n1.stats().messages_completed == 3
+    finally:
+        c.shutdown()
+
+
+@needs_etcd
+def test_a_creation_placed_on_the_listening_node_runs_there(prefix):
+    # Node 2 holds its Entry Spot only (active_cap 1): placement picks node 1.
+    c = Cluster(prefix, node_kw=({"listen": "127.0.0.1:0"},
+                                 {"listen": "127.0.0.1:0", "active_cap": 1}))
+    try:
+        (s1, s2), (n1, n2) = c.stores, c.nodes
+        check_listens(n1)
+        check_listens(n2)
+        assert n1.address != n2.address
+        gen = n2.send_or_create(88, b"first")
+        assert c.made[88] == 1
+        assert n1.spot_kind(88) == lc.SpotKind.INSTANCE
+        with pytest.raises(lc.NotFoundError):
+            n2.spot_kind(88)
+        assert s2.location(88) == lc.Location(1, lc.SpotKind.INSTANCE, "ready", gen)
+        assert run_all(n1, 1, 5) == [(88, b"first")]
+        assert run_all(n2, 0, 0) == []
+    finally:
+        c.shutdown()

@@ -128,6 +128,25 @@ impl Default for NodeConfig {
     }
 }
 
+impl NodeConfig {
+    /// Reads a `listen` address as hosts spell it: `""` is none; otherwise `IP:PORT`
+    /// (`"127.0.0.1:0"`, `"[::1]:7000"`; port 0: any free port). `what` names the argument
+    /// in the error. Every binding parses with this, so a bad address reads the same in
+    /// every language.
+    ///
+    /// Errors: `InvalidArgument` naming `what`, the text and what was wrong.
+    pub fn parse_listen(text: &str, what: &str) -> Result<Option<std::net::SocketAddr>> {
+        if text.is_empty() {
+            return Ok(None);
+        }
+        text.parse().map(Some).map_err(|e| {
+            LifecycleError::InvalidArgument(format!(
+                "{what} {text:?} is not an address IP:PORT (e.g. \"127.0.0.1:0\" or \"[::1]:0\"): {e}"
+            ))
+        })
+    }
+}
+
 /// A node's counters.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct NodeStats {

@@ -218,7 +218,8 @@ namespace SpotTimer
     public sealed class NodeOptions
     {
         /// <summary>The defaults: node 1, Entry Spot 0, real clock, the library's lane limits, no
-        /// idle eviction, no lease, no factory or closing callback, a private store.</summary>
+        /// idle eviction, no lease, no factory or closing callback, a private store, not
+        /// listening.</summary>
         public NodeOptions() { }
 
         /// <summary>This node's id in its store.</summary>
@@ -259,6 +260,13 @@ namespace SpotTimer
         /// <summary>The Location Store the node joins (nodes on one Store are simulated nodes of one
         /// cluster). Null: a private store.</summary>
         public Store Store { get; set; }
+        /// <summary>Serve the nodes of other processes over TCP on this address: "IP:PORT", e.g.
+        /// "127.0.0.1:0" (port 0: any free port; <see cref="Node.Address"/> tells the one bound).
+        /// The address bound is recorded in the store with the node, so nodes of other processes
+        /// on the same etcd prefix forward messages and creations to it. Null or "": the node does
+        /// not listen. A bad address, or one that cannot be bound, makes the Node constructor
+        /// throw <see cref="SpotInvalidArgumentException"/> saying which.</summary>
+        public string Listen { get; set; }
         /// <summary>Records per <see cref="Node.Dispatch"/> (1..1,048,576).</summary>
         public int BatchCapacity { get; set; } = 1024;
     }

@@ -168,7 +168,8 @@ namespace SpotTimer
         /// it). Throws ArgumentNullException, ArgumentOutOfRangeException (BatchCapacity, a
         /// non-positive InstanceIdleTimeout or OwnerLease), SpotInvalidArgumentException (a lane
         /// below 1 item or 256 bytes, an unknown Clock value, an Entry Spot id another node
-        /// owns), CreationFailedException (the factory threw for the Entry Spot),
+        /// owns, a <see cref="NodeOptions.Listen"/> that is not "IP:PORT" or cannot be bound),
+        /// CreationFailedException (the factory threw for the Entry Spot),
         /// ObjectDisposedException (a disposed Store).</summary>
         public Node(NodeOptions options)
         {
@@ -180,6 +181,8 @@ namespace SpotTimer
             ulong leaseNs = options.OwnerLease.HasValue
                 ? Durations.PositiveNs(options.OwnerLease.Value, "OwnerLease") : 0;
             _cap = options.BatchCapacity;
+
+            byte[] listen = string.IsNullOrEmpty(options.Listen) ? null : Utf8Z(options.Listen);
 
             var callbacks = new NodeCallbacks(options.Factory, options.OnClose);
             var env = GCHandle.Alloc(callbacks, GCHandleType.Normal);
@@ -210,7 +213,11 @@ namespace SpotTimer
                     cfg.env = GCHandle.ToIntPtr(env);
                     ulong storeId = store != null ? store.Enter(ref storeAdded) : 0;
                     ulong n;
-                    s = Native.spot_node_start(&cfg, storeId, &n);
+                    fixed (byte* l = listen)
+                    {
+                        cfg.listen = (IntPtr)l;
+                        s = Native.spot_node_start(&cfg, storeId, &n);
+                    }
                     if (s != 0) msg = Native.LastError();
                     id = n;
                 }
@@ -233,6 +240,47 @@ namespace SpotTimer
             NodeId = options.NodeId;
             EntrySpot = options.EntrySpot;
             Clock = options.Clock;
+        }
+
+        static byte[] Utf8Z(string v)
+        {
+            var b = Encoding.UTF8.GetBytes(v);
+            Array.Resize(ref b, b.Length + 1);
+            return b;
+        }
+
+        /// <summary>The address other processes' nodes reach this node at ("127.0.0.1:40123", the
+        /// port bound when <see cref="NodeOptions.Listen"/> asked for port 0); null when the node
+        /// does not listen (spot_node_address).</summary>
+        public string Address
+        {
+            get
+            {
+                bool added = false;
+                try
+                {
+                    ulong id = Enter(ref added);
+                    int cap = 64;
+                    while (true)
+                    {
+                        byte[] buf = new byte[cap];
+                        ulong len;
+                        unsafe
+                        {
+                            fixed (byte* b = buf)
+                            {
+                                UIntPtr n;
+                                Check(Native.spot_node_address(id, b, (UIntPtr)cap, &n));
+                                len = (ulong)n;
+                            }
+                        }
+                        if (len == 0) return null;
+                        if (len < (ulong)cap) return Encoding.UTF8.GetString(buf, 0, (int)len);
+                        cap = (int)len + 1;
+                    }
+                }
+                finally { Exit(added); }
+            }
         }
 
         /// <summary>The native node handle (closed once the node is freed).</summary>

@@ -1,12 +1,13 @@
 //! Arguments of the lifecycle classes, checked here so that every bad input raises a
 //! `SpotTimerError` subclass whose message names the argument.
 
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyByteArray, PyBytes, PyInt, PyMemoryView, PyString};
 
-use spot_lifecycle::{LaneKind, LaneLimits, SpotKind};
+use spot_lifecycle::{LaneKind, LaneLimits, NodeConfig, SpotKind};
 
 use crate::durations::nanos;
 use crate::errors::py_error;
@@ -118,6 +119,22 @@ pub fn lane_arg(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<LaneKind> {
         "ArgumentTypeError",
         format!("lane must be a Lane, not {}", type_name(obj)),
     ))
+}
+
+/// A listen address: a str "IP:PORT" (e.g. "127.0.0.1:0"; "" is none), parsed as every
+/// binding parses it (`NodeConfig::parse_listen`).
+pub fn listen_arg(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Option<SocketAddr>> {
+    let Ok(text) = obj.cast::<PyString>() else {
+        return Err(py_error(
+            py,
+            "ArgumentTypeError",
+            format!(
+                "listen must be a str \"IP:PORT\" or None, not {}",
+                type_name(obj)
+            ),
+        ));
+    };
+    NodeConfig::parse_listen(&text.to_cow()?, "listen").map_err(|e| super::errors::to_py(py, e))
 }
 
 /// A message: bytes, bytearray or memoryview (copied).

@@ -22,8 +22,8 @@ use spot_lifecycle::{
 use spot_timer_core::ClockKind;
 
 use super::args::{
-    bool_arg, kind_arg, lane_arg, limits_arg, opt_seconds, payload_arg, positive, seconds, u64_arg,
-    Arg,
+    bool_arg, kind_arg, lane_arg, limits_arg, listen_arg, opt_seconds, payload_arg, positive,
+    seconds, u64_arg, Arg,
 };
 use super::callbacks::Callbacks;
 use super::dispatch::Delivery;
@@ -113,13 +113,14 @@ impl PyNode {
             application_lane=Arg::Default, lifecycle_lane=Arg::Default,
             node_inbound_bytes=Arg::Default, active_cap=Arg::Default,
             instance_idle_timeout=Arg::Default, creation_wait=Arg::Default,
-            owner_lease=None, factory=None, on_close=None, exception_handler=None
+            owner_lease=None, factory=None, on_close=None, exception_handler=None,
+            listen=None
         ),
         text_signature = "(node_id, entry_spot, store=None, *, manual_clock=False, \
             application_lane=(1024, 67108864), lifecycle_lane=(128, 4194304), \
             node_inbound_bytes=1073741824, active_cap=100000, instance_idle_timeout=900.0, \
             creation_wait=5.0, owner_lease=None, factory=None, on_close=None, \
-            exception_handler=None)"
+            exception_handler=None, listen=None)"
     )]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -138,6 +139,7 @@ impl PyNode {
         factory: Option<&Bound<'_, PyAny>>,
         on_close: Option<&Bound<'_, PyAny>>,
         exception_handler: Option<&Bound<'_, PyAny>>,
+        listen: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         // Every default is the crate's (`text_signature` above shows them).
         let defaults = NodeConfig::default();
@@ -199,6 +201,10 @@ impl PyNode {
             Some(v) => positive(py, opt_seconds(py, v, "owner_lease")?, "owner_lease")?,
             None => None,
         };
+        let listen = match listen.filter(|v| !v.is_none()) {
+            Some(v) => listen_arg(py, v)?,
+            None => None,
+        };
         let callable =
             |obj: Option<&Bound<'_, PyAny>>, name: &str| -> PyResult<Option<Py<PyAny>>> {
                 match obj.filter(|o| !o.is_none()) {
@@ -231,6 +237,7 @@ impl PyNode {
             owner_lease,
             factory: has_factory.then(|| callbacks.factory()),
             on_close: has_on_close.then(|| callbacks.on_close()),
+            listen,
         };
         let (s, c) = store.get().for_node();
         clear_factory_error();
@@ -290,6 +297,13 @@ impl PyNode {
     #[getter]
     fn manual_clock(&self) -> bool {
         self.manual
+    }
+
+    /// The address other processes' nodes reach this node at ("127.0.0.1:40123", the
+    /// port bound when `listen` asked for port 0); None when it does not listen.
+    #[getter]
+    fn address(&self) -> Option<String> {
+        self.node.address().map(|a| a.to_string())
     }
 
     /// Sends an application message to a Ready Spot. A missing id raises NotFoundError
