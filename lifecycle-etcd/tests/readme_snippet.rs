@@ -15,6 +15,7 @@ fn readme_snippet(endpoints: [String; 1]) -> Result<Arc<Node>> {
     cfg.lease_ttl = Duration::from_secs(10);                  // the node's owner lease
     let store = Arc::new(EtcdLocationStore::connect(cfg)?);   // a readable error if unreachable
     let node = Node::start(NodeConfig { node: NodeId(2), entry: SpotId(u64::MAX - 2),
+                                        listen: Some(([0, 0, 0, 0], 0).into()), // any free port
                                         ..NodeConfig::default() }, store, None)?;
     node.send_or_create(SpotId(7), *b"hello")?;    // reserved and committed in etcd
     // ---- end of the snippet ----
@@ -28,6 +29,12 @@ fn the_readme_snippet_runs() {
         .expect("SPOT_ETCD_ENDPOINT is not set: run these tests with `make test-cluster`");
     let node = readme_snippet([endpoint]).unwrap();
     assert_eq!(node.stats().created, 2, "its Entry Spot and Spot 7");
+    assert_ne!(
+        node.address().map(|a| a.port()),
+        Some(0),
+        "listening on the port bound"
+    );
+    assert!(node.address().is_some());
     node.shutdown();
 }
 

@@ -1,8 +1,8 @@
 /* The etcd Location Store through the C ABI against a real etcd (run by make test-cluster
  * under tests/cluster/with-etcd.sh, which sets SPOT_ETCD_ENDPOINT): two nodes, each on its
  * own etcd store as two processes would be, agree on who owns a Spot; the factory runs
- * once; a node that does not own it is told StaleRoute when its owner does not listen
- * (never a second creation); and the steady-state send path makes no etcd request. Since
+ * once; a node that does not own it is told Unavailable while its owner lives and does
+ * not listen (never a second creation); and the steady-state send path makes no etcd request. Since
  * ABI 2.3, nodes started with `listen` are reached over TCP: a message from the other
  * store's node runs on the owner, and a creation placed on the listening node (the other
  * one is full) runs there with its first message. */
@@ -196,8 +196,13 @@ int main(void) {
     CHECK(gen >= 1);
     CHECK(atomic_load(&instance_factory_runs) == 1);
     /* node 2 finds Spot 42 owned by node 1 (another process, as far as it knows), which
-     * does not listen: */
-    CHECK(spot_node_send_or_create(n2, 42, msg, sizeof msg, NULL) == SPOT_E_STALE_ROUTE);
+     * lives and does not listen: */
+    CHECK(spot_node_send_or_create(n2, 42, msg, sizeof msg, NULL) == SPOT_E_UNAVAILABLE);
+    {
+        char why[512];
+        spot_last_error(why, sizeof why);
+        CHECK(strstr(why, "does not listen") != NULL);
+    }
     CHECK(atomic_load(&instance_factory_runs) == 1); /* never a second creation */
     /* steady state: node 1 sends to its own Ready Spot without asking etcd */
     uint64_t before = 0, after = 0;

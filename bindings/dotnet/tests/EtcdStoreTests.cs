@@ -70,9 +70,10 @@ namespace SpotTimer.Tests
                 var msg = Encoding.UTF8.GetBytes("hello");
                 Assert.GreaterOrEqual(n1.SendOrCreate(42, msg), 1UL);
                 Assert.AreEqual(1, instanceFactoryRuns);
-                // Node 2 finds Spot 42 owned by node 1, which does not listen: told so, never a
-                // second creation.
-                Assert.Throws<StaleRouteException>(() => n2.SendOrCreate(42, msg));
+                // Node 2 finds Spot 42 owned by node 1, which lives and does not listen:
+                // Unavailable, never a second creation.
+                var e = Assert.Throws<SpotUnavailableException>(() => n2.SendOrCreate(42, msg));
+                StringAssert.Contains("does not listen", e.Message);
                 Assert.AreEqual(1, instanceFactoryRuns);
                 ulong before = s1.Requests;
                 Assert.Greater(before, 0UL);
