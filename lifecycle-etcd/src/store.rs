@@ -31,7 +31,7 @@ use etcd_client::{
     TxnResponse,
 };
 use parking_lot::Mutex;
-use spot_lifecycle::store::{Reservation, StoreView};
+use spot_lifecycle::store::{Reservation, Reserved, StoreView};
 use spot_lifecycle::{
     Authority, LifecycleError, LocationRecord, LocationState, LocationStore, NodeId, NodeStatus,
     Result, SpotId, SpotKind,
@@ -307,6 +307,51 @@ struct Fenced {
     retried: bool,
 }
 
+impl EtcdLocationStore {
+    /// The view of `spot` from its key as etcd answered it at revision `read_at` (None:
+    /// no key); a Ready record of a live owner is cached as its route.
+    fn view_of(
+        &self,
+        spot: SpotId,
+        kv: Option<&etcd_client::KeyValue>,
+        read_at: u64,
+    ) -> Result<StoreView> {
+        let Some(kv) = kv else {
+            return Ok(StoreView {
+                record: None,
+                owner_status: None,
+                revision: read_at,
+            });
+        };
+        let value = LocationValue::decode(kv.value()).ok_or_else(|| {
+            store_error(format!(
+                "spot {spot}: the location record in etcd is not readable ({:?})",
+                String::from_utf8_lossy(kv.value())
+            ))
+        })?;
+        let epoch = kv.create_revision() as u64;
+        let changed_at = kv.mod_revision() as u64;
+        let record = LocationRecord {
+            kind: value.kind,
+            state: value.state,
+            authority: Authority {
+                node: value.node,
+                epoch,
+            },
+            object_generation: epoch,
+        };
+        let status = self.owner_status(value.node);
+        if value.state == LocationState::Ready && status == NodeStatus::Alive {
+            self.view.cache(spot, record, changed_at, read_at);
+        }
+        Ok(StoreView {
+            record: Some(record),
+            owner_status: Some(status),
+            revision: changed_at,
+        })
+    }
+}
+
 fn store_error(message: String) -> LifecycleError {
     LifecycleError::Store(message.into())
 }
@@ -457,54 +502,34 @@ impl LocationStore for EtcdLocationStore {
     }
 
     fn read(&self, spot: SpotId) -> Result<StoreView> {
-        if let Some((record, revision)) = self.view.route(spot) {
-            return Ok(StoreView {
-                record: Some(record),
-                owner_status: Some(self.owner_status(record.authority.node)),
-                revision,
-            });
+        if let Some(view) = self.read_local(spot) {
+            return Ok(view);
         }
         let resp = self
             .get(spot)
             .map_err(|e| unavailable(spot, format!("the location store cannot be used ({e})")))?
             .value;
         let read_at = resp.header().map_or(0, |h| h.revision()) as u64;
-        let Some(kv) = resp.kvs().first() else {
-            return Ok(StoreView {
-                record: None,
-                owner_status: None,
-                revision: read_at,
-            });
-        };
-        let value = LocationValue::decode(kv.value()).ok_or_else(|| {
-            store_error(format!(
-                "spot {spot}: the location record in etcd is not readable ({:?})",
-                String::from_utf8_lossy(kv.value())
-            ))
-        })?;
-        let epoch = kv.create_revision() as u64;
-        let changed_at = kv.mod_revision() as u64;
-        let record = LocationRecord {
-            kind: value.kind,
-            state: value.state,
-            authority: Authority {
-                node: value.node,
-                epoch,
-            },
-            object_generation: epoch,
-        };
-        let status = self.owner_status(value.node);
-        if value.state == LocationState::Ready && status == NodeStatus::Alive {
-            self.view.cache(spot, record, changed_at, read_at);
-        }
-        Ok(StoreView {
+        self.view_of(spot, resp.kvs().first(), read_at)
+    }
+
+    fn read_local(&self, spot: SpotId) -> Option<StoreView> {
+        let (record, revision) = self.view.route(spot)?;
+        Some(StoreView {
             record: Some(record),
-            owner_status: Some(status),
-            revision: changed_at,
+            owner_status: Some(self.owner_status(record.authority.node)),
+            revision,
         })
     }
 
     fn reserve(&self, spot: SpotId, kind: SpotKind, node: NodeId) -> Result<Option<Reservation>> {
+        Ok(match self.reserve_or_read(spot, kind, node)? {
+            Reserved::Won(r) => Some(r),
+            Reserved::Taken(_) => None,
+        })
+    }
+
+    fn reserve_or_read(&self, spot: SpotId, kind: SpotKind, node: NodeId) -> Result<Reserved> {
         self.require_own(node)?;
         self.require_lease()?;
         let key = self.keys.location(spot);
@@ -532,7 +557,8 @@ impl LocationStore for EtcdLocationStore {
             // After a retry, a reservation of this node under its own lease that is still
             // Creating is this attempt's own put, whose answer was lost (a node runs one
             // creation attempt per id at a time).
-            match first_kv(&resp) {
+            let kv = first_kv(&resp);
+            match &kv {
                 Some(kv)
                     if answer.retried
                         && kv.lease() == self.lease.id
@@ -540,10 +566,14 @@ impl LocationStore for EtcdLocationStore {
                 {
                     kv.create_revision() as u64
                 }
-                _ => return Ok(None),
+                _ => {
+                    // The "else" branch read what holds the id, at this revision.
+                    let read_at = resp.header().map_or(0, |h| h.revision()) as u64;
+                    return Ok(Reserved::Taken(self.view_of(spot, kv.as_ref(), read_at)?));
+                }
             }
         };
-        Ok(Some(Reservation {
+        Ok(Reserved::Won(Reservation {
             spot,
             kind,
             generation: epoch,

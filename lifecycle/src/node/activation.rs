@@ -13,6 +13,7 @@ use crate::error::{LifecycleError, Queue, Result};
 use crate::kind::{SpotId, SpotKind};
 use crate::lane::LaneUse;
 use crate::resolver::{resolve, Resolution};
+use crate::store::Reserved;
 
 /// The first message of a Spot being created: its lane and payload.
 pub(crate) type First = (crate::lane::LaneKind, Box<[u8]>);
@@ -34,7 +35,9 @@ impl crate::cluster::Peer for Node {
         kind: SpotKind,
         first: &mut Option<First>,
     ) -> Result<Option<u64>> {
-        Ok(self.activate(spot, kind, first)?.map(|s| s.generation))
+        Ok(self
+            .activate(spot, kind, first, &mut None)?
+            .map(|s| s.generation))
     }
 }
 
@@ -78,6 +81,9 @@ impl Node {
         mut seen: Option<crate::store::StoreView>,
     ) -> Result<(crate::store::NodeId, u64)> {
         let until = Instant::now() + self.config.creation_wait;
+        // Nothing known of the id yet: when it would be created here, reserving at once
+        // finds an existing record in the same round trip as a read would.
+        let mut reserve_first = seen.is_none();
         loop {
             self.check_open()?;
             if let Some(s) = self.local(id) {
@@ -85,6 +91,14 @@ impl Node {
             }
             let view = match seen.take() {
                 Some(v) => v,
+                None if std::mem::take(&mut reserve_first)
+                    && self.store.place(self.id) == Some(self.id) =>
+                {
+                    match self.activate(id, kind, first, &mut seen)? {
+                        Some(s) => return Ok((self.id, s.generation)),
+                        None => continue,
+                    }
+                }
                 None => self.store.read(id)?,
             };
             match resolve(&view) {
@@ -125,9 +139,11 @@ impl Node {
                         });
                     };
                     if target == self.id {
-                        match self.activate(id, kind, first)? {
+                        match self.activate(id, kind, first, &mut seen)? {
                             Some(s) => return Ok((self.id, s.generation)),
-                            None => continue, // created elsewhere meanwhile: read again
+                            // Created elsewhere meanwhile: `seen` holds where (or the
+                            // next round reads it).
+                            None => continue,
                         }
                     }
                     let remote = self.peer(target, id).map_err(|e| match e {
@@ -179,12 +195,14 @@ impl Node {
 
     /// Creates Spot `id` on this node (local activation). Concurrent callers in this
     /// process share one attempt; across nodes, the store's reservation picks one. None
-    /// when another node created it meanwhile.
+    /// when another node created it meanwhile; `seen` then holds the store's view of it
+    /// when the attempt read one.
     pub(crate) fn activate(
         &self,
         id: SpotId,
         kind: SpotKind,
         first: &mut Option<First>,
+        seen: &mut Option<crate::store::StoreView>,
     ) -> Result<Option<Arc<LocalSpot>>> {
         let until = Instant::now() + self.config.creation_wait;
         loop {
@@ -220,16 +238,15 @@ impl Node {
             self.attempts.lock().remove(&id);
             attempt.finish(r.as_ref().map(|_| ()).map_err(Clone::clone));
             match r {
-                Ok(Some(s)) => return Ok(Some(s)),
+                Ok(Ok(s)) => return Ok(Some(s)),
                 // Someone else holds the reservation: go round and wait for it.
-                Ok(None) => {
+                Ok(Err(view)) => {
                     if Instant::now() >= until {
                         return Err(LifecycleError::Unavailable {
                             spot: id,
                             evidence: "another creation of it did not finish in time".into(),
                         });
                     }
-                    let view = self.store.read(id)?;
                     match resolve(&view) {
                         Resolution::Creating { revision } => self.store.wait_change(
                             id,
@@ -237,7 +254,8 @@ impl Node {
                             until.saturating_duration_since(Instant::now()),
                         ),
                         Resolution::Ready { authority, .. } if authority.node != self.id => {
-                            return Ok(None)
+                            *seen = Some(view);
+                            return Ok(None);
                         }
                         Resolution::Unavailable { evidence, .. } => {
                             return Err(LifecycleError::Unavailable {
@@ -254,14 +272,14 @@ impl Node {
     }
 
     /// One attempt holding this process's attempt slot for `id`: reserve, run the
-    /// factory, start the owner, publish and commit Ready, admit `first`. `Ok(None)`:
-    /// another creator holds the reservation.
+    /// factory, start the owner, publish and commit Ready, admit `first`. `Ok(Err(view))`:
+    /// another creator holds the reservation, as the attempt found it.
     fn activate_once(
         &self,
         id: SpotId,
         kind: SpotKind,
         first: &mut Option<First>,
-    ) -> Result<Option<Arc<LocalSpot>>> {
+    ) -> Result<std::result::Result<Arc<LocalSpot>, crate::store::StoreView>> {
         let _running = self.activations.read();
         self.check_open()?;
         // Take a place under the cap before anything else (given back unless the Spot is
@@ -273,11 +291,14 @@ impl Node {
                 queue: Queue::Activation,
             });
         }
-        let reservation = match self.store.reserve(id, kind, self.id) {
-            Ok(Some(r)) => r,
+        let reservation = match self.store.reserve_or_read(id, kind, self.id) {
+            Ok(Reserved::Won(r)) => r,
             other => {
                 self.occupied.fetch_sub(1, Relaxed);
-                return other.map(|_| None);
+                return match other? {
+                    Reserved::Taken(view) => Ok(Err(view)),
+                    Reserved::Won(_) => unreachable!("matched above"),
+                };
             }
         };
         let fail = |e: LifecycleError| {
@@ -354,6 +375,6 @@ impl Node {
         }
         drop(st);
         self.publish_active();
-        Ok(Some(spot))
+        Ok(Ok(spot))
     }
 }

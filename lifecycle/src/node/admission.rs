@@ -93,9 +93,21 @@ impl Node {
             return self.forward(node, spot, lane, payload, create);
         }
         let until = Instant::now() + self.config.creation_wait;
+        // An intent to create looks at what the store holds without a request first; an
+        // id unknown there goes straight to creation, whose reservation finds an existing
+        // record in the same round trip as a read.
+        let mut first_look = create.is_some();
         loop {
-            let view = self.store.read(spot)?;
-            match resolve(&view) {
+            let view = if std::mem::take(&mut first_look) {
+                self.store.read_local(spot)
+            } else {
+                Some(self.store.read(spot)?)
+            };
+            let resolution = match &view {
+                Some(v) => resolve(v),
+                None => Resolution::Missing,
+            };
+            match resolution {
                 Resolution::Ready { authority, kind } => {
                     if let Some(k) = create {
                         if k != kind {
@@ -144,7 +156,7 @@ impl Node {
                     Some(kind) => {
                         // The creating call's message is the Spot's first.
                         let mut first = Some((lane, payload));
-                        let (node, generation) = self.create(spot, kind, &mut first, Some(view))?;
+                        let (node, generation) = self.create(spot, kind, &mut first, view)?;
                         let Some((lane, payload)) = first else {
                             return Ok((node, generation));
                         };

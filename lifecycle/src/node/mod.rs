@@ -440,7 +440,7 @@ impl Node {
             }
             *node.server.lock() = Some(server);
         }
-        let entry = match node.activate(node.config.entry, SpotKind::Entry, &mut None) {
+        let entry = match node.activate(node.config.entry, SpotKind::Entry, &mut None, &mut None) {
             Ok(Some(s)) => {
                 let _ = node.entry.set(Spot::new(s.id, s.generation));
                 Ok(())

@@ -86,6 +86,15 @@ pub struct Reservation {
     pub authority: Authority,
 }
 
+/// What an attempt to reserve an id found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reserved {
+    /// The id was free: the caller holds the right to create it.
+    Won(Reservation),
+    /// A record (or a creation in progress) holds the id, as read by the attempt.
+    Taken(StoreView),
+}
+
 /// A Location Store. Every method is atomic with respect to the others.
 pub trait LocationStore: Send + Sync {
     /// Registers a node with its active-Spot cap and the address other node processes
@@ -115,6 +124,20 @@ pub trait LocationStore: Send + Sync {
     /// Reserves the right to create `spot` on `node` if no record exists: the winner of
     /// concurrent reservations gets `Some`; the others `None` (and read again).
     fn reserve(&self, spot: SpotId, kind: SpotKind, node: NodeId) -> Result<Option<Reservation>>;
+    /// [`LocationStore::reserve`], or else what holds the id: a distributed store reads it
+    /// in the same round trip as the attempt (an intent to create finds an existing Spot
+    /// as cheaply as a read, and creates a missing one without a read first).
+    fn reserve_or_read(&self, spot: SpotId, kind: SpotKind, node: NodeId) -> Result<Reserved> {
+        match self.reserve(spot, kind, node)? {
+            Some(r) => Ok(Reserved::Won(r)),
+            None => Ok(Reserved::Taken(self.read(spot)?)),
+        }
+    }
+    /// A read that asks no one: what the store holds for `spot` without a request (a
+    /// distributed store: its cached Ready routes). None when only a request could tell.
+    fn read_local(&self, spot: SpotId) -> Option<StoreView> {
+        self.read(spot).ok()
+    }
     /// Commits a reservation as Ready (fenced: fails if the reservation is gone). Returns
     /// the new record.
     fn commit_ready(&self, reservation: &Reservation) -> Result<LocationRecord>;

@@ -9,7 +9,7 @@ use std::time::Duration;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyString};
 
-use spot_lifecycle::store::{Reservation, StoreView};
+use spot_lifecycle::store::{Reservation, Reserved, StoreView};
 use spot_lifecycle::{
     Authority, LifecycleError, LocationRecord, LocationStore, NodeId, NodeStatus, Result, SpotId,
     SpotKind,
@@ -189,6 +189,12 @@ impl LocationStore for SharedEtcd {
     }
     fn reserve(&self, spot: SpotId, kind: SpotKind, node: NodeId) -> Result<Option<Reservation>> {
         self.0.reserve(spot, kind, node)
+    }
+    fn reserve_or_read(&self, spot: SpotId, kind: SpotKind, node: NodeId) -> Result<Reserved> {
+        self.0.reserve_or_read(spot, kind, node)
+    }
+    fn read_local(&self, spot: SpotId) -> Option<StoreView> {
+        self.0.read_local(spot)
     }
     fn commit_ready(&self, reservation: &Reservation) -> Result<LocationRecord> {
         self.0.commit_ready(reservation)
