@@ -119,9 +119,18 @@ impl<P> Shared<P> {
         let first_exact = exact
             || (self.manual.is_none()
                 && schedule.first_due() < now.saturating_add(self.resolution));
+        // (On the manual clock nothing is delivered before the next `advance`.)
+        let due_now = self.manual.is_none() && schedule.first_due() <= now;
         if superseded.is_none() && !closed {
             // The common case needs no work context: arm, count, done.
-            if word::phase(published) == word::IDLE {
+            if word::phase(published) == word::IDLE && due_now {
+                // Due already (work armed for "now"): delivered here, as the scheduler's
+                // next turn would, without waking it to do so.
+                with_work(now, |work| {
+                    self.try_deliver(index, work);
+                    self.flush(work);
+                });
+            } else if word::phase(published) == word::IDLE {
                 let entry = Entry {
                     due: schedule.first_due(),
                     target: index,
