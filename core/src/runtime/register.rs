@@ -1,6 +1,8 @@
 //! Registration on the calling thread: a slot from the thread's free queue, the owner's
 //! key table under the owner's lock, one entry in the thread's shard of the deadline
-//! queue. The scheduler hears of it only if the new deadline is earlier than its sleep.
+//! queue. The scheduler hears of it only if the new deadline is earlier than its sleep; a
+//! timer already due when it is registered is delivered by the registering thread itself
+//! (`Shared::try_deliver`, which any thread may run), and the scheduler hears nothing.
 
 use std::sync::atomic::Ordering::{Relaxed, Release, SeqCst};
 
