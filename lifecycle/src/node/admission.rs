@@ -17,6 +17,9 @@ use crate::resolver::{resolve, Resolution};
 use crate::store::NodeId;
 use crate::timer_work::{Work, DOORBELL_KEY};
 
+/// Routes to Spots of other nodes a node keeps at most.
+const ROUTE_CACHE_MAX: usize = 1 << 16;
+
 impl Node {
     /// Sends an application message to a Ready Spot. A missing id gives `NotFound`
     /// (nothing is created); a route to a node that no longer owns the Spot gives
@@ -132,7 +135,7 @@ impl Node {
                         });
                     }
                     // Only Ready routes are cached (never Creating).
-                    self.routes.lock().insert(spot, authority.node);
+                    self.cache_route(spot, authority.node);
                     return self.forward(authority.node, spot, lane, payload, create);
                 }
                 Resolution::Creating { revision } => {
@@ -165,7 +168,7 @@ impl Node {
                             self.admit(&s, lane, payload)?;
                             return Ok((self.id, s.generation));
                         }
-                        self.routes.lock().insert(spot, node);
+                        self.cache_route(spot, node);
                         return self.forward(node, spot, lane, payload, create);
                     }
                 },
@@ -182,6 +185,17 @@ impl Node {
             }),
             _ => Ok(()),
         }
+    }
+
+    /// Remembers that `spot` is Ready on `node`. The cache is bounded: a full one starts
+    /// over (a route not cached costs one store read, which a distributed store answers
+    /// from its own watch-invalidated cache), so ids sent to once do not accumulate.
+    fn cache_route(&self, spot: SpotId, node: NodeId) {
+        let mut routes = self.routes.lock();
+        if routes.len() >= ROUTE_CACHE_MAX && !routes.contains_key(&spot) {
+            routes.clear();
+        }
+        routes.insert(spot, node);
     }
 
     /// Hands the message to node `node`; a stale answer or an unreachable node drops the

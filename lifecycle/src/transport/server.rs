@@ -17,6 +17,13 @@ use crate::cluster::Peer;
 use crate::error::{LifecycleError, Result};
 use crate::store::NodeId;
 
+/// Connections one node serves at most (a thread each); one more is closed at once, and
+/// its client's request fails as "did not run".
+const MAX_CONNECTIONS: usize = 1024;
+/// A connection that sends nothing for this long is closed (a peer that vanished without
+/// closing it, behind a partition); the client's pool opens a new one when it needs it.
+const IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
+
 /// The connections being served, so that stopping can end them.
 #[derive(Default)]
 struct Open {
@@ -104,6 +111,10 @@ fn accept_loop(
             return;
         }
         let Ok(stream) = stream else { continue };
+        if open.streams.lock().len() >= MAX_CONNECTIONS {
+            let _ = stream.shutdown(Shutdown::Both);
+            continue;
+        }
         let Ok(kept) = stream.try_clone() else {
             continue;
         };
@@ -132,6 +143,7 @@ fn serve_connection(
     stopping: &AtomicBool,
 ) -> io::Result<()> {
     let _ = stream.set_nodelay(true);
+    stream.set_read_timeout(Some(IDLE_TIMEOUT))?;
     wire::read_hello(&mut stream)?;
     wire::write_welcome(&mut stream, id.0)?;
     while let Some(body) = wire::read_frame(&mut stream)? {
