@@ -66,11 +66,12 @@ ifeq ($(REL_NIGHTLY),yes)
 	  exit $${PIPESTATUS[0]}
 	# A real runtime (scheduler thread, manual clock) under Miri: records outliving their
 	# runtime, generations, concurrent cancels with a failing release hook, a delivery
-	# session helping a blocking cancel (its thread-local pointer to the unread records).
+	# session helping a blocking cancel (its thread-local pointer to the unread records and to
+	# the cells of the batch it handed out).
 	MIRIFLAGS=-Zmiri-disable-isolation $(REL_T) $(REL_LIMIT) \
 	  $(CARGO) +nightly miri test -p spot-timer-core --test miri_record_lifetime --test contract \
 	  --test delivery_session \
-	  -- record_outlives_its_runtime contract_01 contract_03 a_blocking_cancel dropping_a_session 2>&1 | tee $(REL_BUILD)/miri-runtime.log \
+	  -- record_outlives_its_runtime contract_01 contract_03 a_blocking_cancel dropping_a_session a_batch 2>&1 | tee $(REL_BUILD)/miri-runtime.log \
 	  | grep -E '^test |test result'; exit $${PIPESTATUS[0]}
 	MIRIFLAGS=-Zmiri-disable-isolation $(REL_T) $(REL_LIMIT) \
 	  $(CARGO) +nightly miri test -p spot-timer-ffi --no-default-features --lib --test miri_boundary --test fuzz_replay 2>&1 \

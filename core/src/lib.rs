@@ -77,8 +77,8 @@ pub use owner::gate::GateMode;
 pub use owner::OwnerId;
 pub use policy::OverrunPolicy;
 pub use runtime::{
-    BatchHandler, CancelTicket, DeliverySession, Owner, OwnerOptions, Runtime, RuntimeConfig, Sink,
-    TimerHandle,
+    Batch, BatchHandler, CancelTicket, DeliverySession, Owner, OwnerOptions, Runtime,
+    RuntimeConfig, Sink, TimerHandle, BATCH_PENDING,
 };
 pub use slot::MAX_TIMERS;
 pub use spec::{TimerId, TimerKey, TimerSpec, TimerStats};

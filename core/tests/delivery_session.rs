@@ -218,3 +218,135 @@ fn a_callback_runtime_has_no_session() {
     .unwrap();
     assert!(matches!(rt.session(8), Err(Error::InvalidArgument(_))));
 }
+
+// ---- The batch form: a whole exchange handed out, outcomes written in cells.
+
+fn write(b: &Batch<'_, u32>, i: usize, o: Outcome) {
+    b.outcomes[i].set(o as u32);
+}
+
+#[test]
+fn a_batch_hands_out_every_record_and_its_outcomes_are_sent_with_the_next_batch() {
+    let (rt, clock, _ids) = setup(3);
+    let mut s = rt.session(16).unwrap();
+    assert!(s.batch(Some(Duration::ZERO)).unwrap().records.is_empty());
+    clock.advance(ms(10));
+    rt.sync().unwrap();
+    let b = s.batch(Some(Duration::ZERO)).unwrap();
+    assert_eq!(b.records.len(), 3);
+    assert!(b.outcomes.iter().all(|c| c.get() == BATCH_PENDING));
+    assert_eq!(b.position.get(), usize::MAX);
+    for (i, r) in b.records.iter().enumerate() {
+        let Record::Tick(t) = r else { panic!("a tick") };
+        b.position.set(i);
+        if i < 2 {
+            assert!(rt.begin(t));
+            write(&b, i, if i == 0 { Outcome::Ok } else { Outcome::Failed });
+        } // the third stays pending: completed as not started
+    }
+    assert_eq!(
+        rt.stats().completed_ok,
+        0,
+        "nothing sent before the next batch"
+    );
+    // The tick that did not start is still due: it comes back at once.
+    let again = s.batch(Some(Duration::ZERO)).unwrap();
+    assert_eq!(again.records.len(), 1);
+    again.outcomes[0].set(Outcome::Ok as u32);
+    drop(s);
+    let st = rt.stats();
+    assert_eq!(
+        (st.completed_ok, st.completed_failed, st.not_started),
+        (2, 1, 1),
+        "{st:?}"
+    );
+    assert_eq!(st.records_published, finished(&st));
+}
+
+#[test]
+fn a_blocking_cancel_from_a_batch_handler_completes_a_later_record_and_sends_earlier_ones() {
+    let (rt, clock, ids) = setup(3);
+    let mut s = rt.session(16).unwrap();
+    clock.advance(ms(10));
+    rt.sync().unwrap();
+    let b = s.batch(Some(Duration::ZERO)).unwrap();
+    let timer = |i: usize| match &b.records[i] {
+        Record::Tick(t) => t.timer_id(),
+        Record::CancelDone(_) => panic!("a tick"),
+    };
+    // Record 0 ran; record 1's handler runs now and cancels the timers of records 0 and 2.
+    b.position.set(0);
+    write(&b, 0, Outcome::Ok);
+    b.position.set(1);
+    let Record::Tick(running) = &b.records[1] else {
+        panic!()
+    };
+    assert!(rt.begin(running));
+    assert_eq!(
+        rt.cancel_timer(timer(2), Some(Duration::from_secs(5))),
+        Ok(EndReason::Cancelled),
+        "a pending record after the position is completed, not waited for"
+    );
+    assert_eq!(b.outcomes[2].get(), Outcome::NotStarted as u32);
+    assert_eq!(
+        rt.cancel_timer(timer(0), Some(Duration::from_secs(5))),
+        Ok(EndReason::Cancelled),
+        "an outcome written before is sent, not waited for"
+    );
+    assert_eq!(
+        rt.cancel_timer(timer(1), None),
+        Err(Error::WouldDeadlock),
+        "the running handler's own timer"
+    );
+    write(&b, 1, Outcome::Ok);
+    let running = timer(1);
+    assert!(ids.contains(&running));
+    assert!(s.batch(Some(Duration::ZERO)).unwrap().records.is_empty());
+    let st = rt.stats();
+    assert_eq!((st.completed_ok, st.not_started), (2, 1), "{st:?}");
+    assert_eq!(
+        st.records_published,
+        finished(&st),
+        "nothing completed twice"
+    );
+    assert_eq!(rt.stats().invalid_completions, 0);
+    assert_eq!(rt.timer_result(running), Some(Ok(EndReason::Cancelled)));
+}
+
+#[test]
+fn a_batch_cell_with_no_outcome_in_it_completes_as_not_started() {
+    let (rt, clock, _ids) = setup(2);
+    let mut s = rt.session(16).unwrap();
+    clock.advance(ms(10));
+    rt.sync().unwrap();
+    let b = s.batch(Some(Duration::ZERO)).unwrap();
+    b.outcomes[0].set(77);
+    b.outcomes[1].set(Outcome::Deferred as u32);
+    drop(s); // dropping settles the batch too
+    let st = rt.stats();
+    assert_eq!((st.not_started, st.completed_deferred), (1, 1), "{st:?}");
+}
+
+#[test]
+fn one_at_a_time_and_batches_mix_on_one_session() {
+    let (rt, clock, _ids) = setup(3);
+    let mut s = rt.session(16).unwrap();
+    clock.advance(ms(10));
+    rt.sync().unwrap();
+    let first = tick(s.next(Some(Duration::ZERO)).unwrap().unwrap());
+    assert!(matches!(
+        s.batch(Some(Duration::ZERO)),
+        Err(Error::InvalidArgument(_))
+    ));
+    drop(first);
+    s.done(Outcome::Ok).unwrap();
+    // The two records received and not handed out yet come in the batch.
+    let b = s.batch(Some(Duration::ZERO)).unwrap();
+    assert_eq!(b.records.len(), 2);
+    write(&b, 0, Outcome::Ok);
+    write(&b, 1, Outcome::Ok);
+    // `next` settles the batch first.
+    assert!(s.next(Some(Duration::ZERO)).unwrap().is_none());
+    let st = rt.stats();
+    assert_eq!(st.completed_ok, 3, "{st:?}");
+}

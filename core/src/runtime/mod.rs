@@ -66,7 +66,7 @@ use crate::tick::{Completion, Record, TickRecord};
 
 pub use handle::{CancelTicket, TimerHandle};
 pub use owner_api::{Owner, OwnerOptions};
-pub use session::DeliverySession;
+pub use session::{Batch, DeliverySession, BATCH_PENDING};
 pub use sink::{BatchHandler, Sink};
 
 use end::Ended;

@@ -16,6 +16,13 @@
 //!   dropping the session clears it.
 //! - Dropping a session completes its unread records as not started and sends what it
 //!   collected: a record it received never stays in flight.
+//! - The batch form ([`DeliverySession::batch`]) hands out a whole exchange at once: the
+//!   records, one outcome cell per record (`BATCH_PENDING` until the host writes how the
+//!   record ended) and a position cell (the record whose handler runs). They live in the
+//!   same box as the unread records; the host writes the cells, a blocking cancel on the
+//!   thread writes `NotStarted` into a pending cell after the position (and completes that
+//!   record at once), and the next `batch` (or `next`, or the drop) completes every other
+//!   record of the batch from its cell. Nothing else touches them.
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -37,10 +44,43 @@ struct Unread<P> {
     completions: Vec<Completion>,
 }
 
+/// The outcome cell of a batch record its host has not reported yet.
+pub const BATCH_PENDING: u32 = u32::MAX;
+
+/// The batch handed out last (see the ground rules): read by the host while a blocking
+/// cancel on the same thread may write its cells, so only cells are written.
+struct BatchCells<P> {
+    records: Vec<Record<P>>,
+    outcomes: Vec<Cell<u32>>,
+    /// Completed by a blocking cancel already: the next settle skips them.
+    helped: Vec<Cell<bool>>,
+    position: Cell<usize>,
+}
+
+/// What the thread's `HELPING` cell points at.
+struct Held<P> {
+    unread: RefCell<Unread<P>>,
+    batch: BatchCells<P>,
+}
+
+/// A batch handed out by [`DeliverySession::batch`], valid until the session's next call.
+pub struct Batch<'s, P> {
+    /// The records, in the order received. A tick is not start-checked: check it right
+    /// before its handler runs (`Runtime::begin`, or the call-free check of the C ABI).
+    pub records: &'s [Record<P>],
+    /// One per record, [`BATCH_PENDING`] on arrival: write the [`Outcome`] (as `u32`) of
+    /// each tick handled. A pending tick is completed as not started.
+    pub outcomes: &'s [Cell<u32>],
+    /// Write the index of the record whose handler is about to run (`usize::MAX` on
+    /// arrival: none yet). A blocking cancel on this thread completes only pending ticks
+    /// after it.
+    pub position: &'s Cell<usize>,
+}
+
 /// One host thread's delivery loop over a runtime (see [`crate::Runtime::session`]).
 pub struct DeliverySession<P: Send + Sync + 'static> {
     shared: Arc<Shared<P>>,
-    unread: Box<RefCell<Unread<P>>>,
+    held: Box<Held<P>>,
     /// The tick handed out by `next` and not yet completed by `done`.
     current: Option<u64>,
     capacity: usize,
@@ -63,10 +103,18 @@ impl<P: Clone + Send + Sync + 'static> DeliverySession<P> {
         }
         Ok(Self {
             shared,
-            unread: Box::new(RefCell::new(Unread {
-                records: VecDeque::with_capacity(capacity),
-                completions: Vec::with_capacity(capacity),
-            })),
+            held: Box::new(Held {
+                unread: RefCell::new(Unread {
+                    records: VecDeque::with_capacity(capacity),
+                    completions: Vec::with_capacity(capacity),
+                }),
+                batch: BatchCells {
+                    records: Vec::new(),
+                    outcomes: Vec::new(),
+                    helped: Vec::new(),
+                    position: Cell::new(usize::MAX),
+                },
+            }),
             current: None,
             capacity,
             received: Vec::with_capacity(capacity),
@@ -76,8 +124,55 @@ impl<P: Clone + Send + Sync + 'static> DeliverySession<P> {
 
     /// Points this thread's `HELPING` cell at this session.
     fn mark_helping(&self) {
-        let unread: *const RefCell<Unread<P>> = &*self.unread;
-        HELPING.with(|h| h.set((self.shared.id, unread.cast())));
+        let held: *const Held<P> = &*self.held;
+        HELPING.with(|h| h.set((self.shared.id, held.cast())));
+    }
+
+    fn unread(&self) -> std::cell::RefMut<'_, Unread<P>> {
+        self.held.unread.borrow_mut()
+    }
+
+    fn settle_batch(&mut self) {
+        settle(&mut self.held);
+    }
+
+    /// The batch form: completes the batch handed out last from its outcome cells, then
+    /// exchanges the collected completions for up to `capacity` records and hands them all
+    /// out (see [`Batch`]). The batch is empty when none arrived within `timeout`.
+    /// `Error::Closed` once the runtime closed and nothing is left; `Error::InvalidArgument`
+    /// while a tick of [`DeliverySession::next`] is not completed.
+    pub fn batch(&mut self, timeout: Option<Duration>) -> Result<Batch<'_, P>> {
+        if self.current.is_some() {
+            return Err(Error::InvalidArgument(
+                "complete the tick the session handed out (done) before asking for a batch".into(),
+            ));
+        }
+        self.settle_batch();
+        // Records received for `next` and not handed out yet come first.
+        let waiting: Vec<Record<P>> = self.unread().records.drain(..).collect();
+        if waiting.is_empty() {
+            self.fetch(timeout)?;
+        }
+        let mut records = waiting;
+        records.extend(self.unread().records.drain(..));
+        let batch = &mut self.held.batch;
+        batch.outcomes.clear();
+        batch
+            .outcomes
+            .resize_with(records.len(), || Cell::new(BATCH_PENDING));
+        batch.helped.clear();
+        batch.helped.resize_with(records.len(), || Cell::new(false));
+        batch.position.set(usize::MAX);
+        batch.records = records;
+        // The cells handed out and the pointer a blocking cancel follows come from one
+        // shared borrow of the box, taken after its last change.
+        let held: &Held<P> = &self.held;
+        HELPING.with(|h| h.set((self.shared.id, (held as *const Held<P>).cast())));
+        Ok(Batch {
+            records: &held.batch.records,
+            outcomes: &held.batch.outcomes,
+            position: &held.batch.position,
+        })
     }
 
     /// The next record to act on: a tick whose start is already checked and claimed (run
@@ -92,18 +187,18 @@ impl<P: Clone + Send + Sync + 'static> DeliverySession<P> {
                 "complete the tick the session handed out (done) before asking for the next".into(),
             ));
         }
+        self.settle_batch();
         self.mark_helping();
         let mut waited = false;
         loop {
-            let record = self.unread.borrow_mut().records.pop_front();
+            let record = self.unread().records.pop_front();
             match record {
                 Some(Record::Tick(t)) => {
                     if self.shared.start(t.timer, t.queued).is_ok() {
                         self.current = Some(t.token);
                         return Ok(Some(Record::Tick(t)));
                     }
-                    self.unread
-                        .borrow_mut()
+                    self.unread()
                         .completions
                         .push(Completion::new(t.token, Outcome::NotStarted));
                 }
@@ -125,7 +220,7 @@ impl<P: Clone + Send + Sync + 'static> DeliverySession<P> {
             .take()
             .ok_or_else(|| Error::InvalidArgument("the session has no tick in progress".into()))?;
         self.mark_helping();
-        let mut unread = self.unread.borrow_mut();
+        let mut unread = self.held.unread.borrow_mut();
         unread.completions.push(Completion::new(token, outcome));
         if unread.completions.len() >= self.capacity {
             let list = std::mem::take(&mut unread.completions);
@@ -137,11 +232,11 @@ impl<P: Clone + Send + Sync + 'static> DeliverySession<P> {
 
     /// Exchanges the collected completions for new records.
     fn fetch(&mut self, timeout: Option<Duration>) -> Result<()> {
-        let list = std::mem::take(&mut self.unread.borrow_mut().completions);
+        let list = std::mem::take(&mut self.unread().completions);
         let r = self
             .shared
             .exchange(&list, &mut self.received, self.capacity, timeout);
-        let mut unread = self.unread.borrow_mut();
+        let mut unread = self.held.unread.borrow_mut();
         unread.records.extend(self.received.drain(..));
         match r {
             Ok(_) => Ok(()),
@@ -156,11 +251,12 @@ impl<P: Clone + Send + Sync + 'static> DeliverySession<P> {
 impl<P: Send + Sync + 'static> Drop for DeliverySession<P> {
     fn drop(&mut self) {
         HELPING.with(|h| {
-            if h.get().1 == (&*self.unread as *const RefCell<Unread<P>>).cast() {
+            if h.get().1 == (&*self.held as *const Held<P>).cast() {
                 h.set((0, std::ptr::null()));
             }
         });
-        let mut unread = self.unread.borrow_mut();
+        settle(&mut self.held);
+        let mut unread = self.held.unread.borrow_mut();
         let mut list = std::mem::take(&mut unread.completions);
         if let Some(token) = self.current.take() {
             // Handed out and never reported: it ran, as far as the session knows.
@@ -176,6 +272,29 @@ impl<P: Send + Sync + 'static> Drop for DeliverySession<P> {
             submit(&self.shared, &list);
         }
     }
+}
+
+/// Completes the batch handed out last from its outcome cells (a pending or invalid cell:
+/// not started; a tick a blocking cancel completed already: skipped), into the collected
+/// completions.
+fn settle<P>(held: &mut Held<P>) {
+    let batch = &mut held.batch;
+    if batch.records.is_empty() {
+        return;
+    }
+    let unread = held.unread.get_mut();
+    for (i, r) in batch.records.drain(..).enumerate() {
+        if let Record::Tick(t) = r {
+            if batch.helped[i].get() {
+                continue;
+            }
+            let outcome = Outcome::from_u32(batch.outcomes[i].get()).unwrap_or(Outcome::NotStarted);
+            unread.completions.push(Completion::new(t.token, outcome));
+        }
+    }
+    batch.outcomes.clear();
+    batch.helped.clear();
+    batch.position.set(usize::MAX);
 }
 
 fn submit<P>(shared: &Shared<P>, list: &[Completion]) {
@@ -198,10 +317,11 @@ impl<P: Send + Sync + 'static> Shared<P> {
             return false;
         }
         // SAFETY: the pointer is set by a session of this runtime (same `P`) on this thread
-        // and cleared by its drop before the box goes away (ground rules).
-        let unread = unsafe { &*ptr.cast::<RefCell<Unread<P>>>() };
+        // and cleared by its drop before the box goes away (ground rules); only cells of
+        // the batch are written through it.
+        let held = unsafe { &*ptr.cast::<Held<P>>() };
         let list = {
-            let Ok(mut u) = unread.try_borrow_mut() else {
+            let Ok(mut u) = held.unread.try_borrow_mut() else {
                 return false;
             };
             let at = u
@@ -211,6 +331,27 @@ impl<P: Send + Sync + 'static> Shared<P> {
             if let Some(Record::Tick(t)) = at.and_then(|at| u.records.remove(at)) {
                 u.completions
                     .push(Completion::new(t.token, Outcome::NotStarted));
+            }
+            // The batch: ticks already reported go now; a pending tick of `id` after the
+            // position did not start and never will.
+            let b = &held.batch;
+            let after = b.position.get().wrapping_add(1);
+            for (i, r) in b.records.iter().enumerate() {
+                let Record::Tick(t) = r else { continue };
+                if b.helped[i].get() {
+                    continue;
+                }
+                let reported = b.outcomes[i].get();
+                let outcome = if reported != BATCH_PENDING {
+                    Outcome::from_u32(reported).unwrap_or(Outcome::NotStarted)
+                } else if t.timer == id && i >= after {
+                    b.outcomes[i].set(Outcome::NotStarted as u32);
+                    Outcome::NotStarted
+                } else {
+                    continue;
+                };
+                b.helped[i].set(true);
+                u.completions.push(Completion::new(t.token, outcome));
             }
             std::mem::take(&mut u.completions)
         };
