@@ -338,7 +338,7 @@ fn one_at_a_time_and_batches_mix_on_one_session() {
         s.batch(Some(Duration::ZERO)),
         Err(Error::InvalidArgument(_))
     ));
-    drop(first);
+    let _ = first;
     s.done(Outcome::Ok).unwrap();
     // The two records received and not handed out yet come in the batch.
     let b = s.batch(Some(Duration::ZERO)).unwrap();
