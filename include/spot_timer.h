@@ -265,9 +265,14 @@ extern "C" {
  * `records_taken_back`, `records_abandoned` and `scheduler_wakes_by_hosts`. 2.1 adds
  * `spot_runtime_close` and the Spot lifecycle; 2.2 delivery sessions and the etcd store;
  * 2.3 `spot_node_config::listen` and `spot_node_address` (nodes of several processes
- * reach each other over TCP).
+ * reach each other over TCP); 2.4 `spot_session_batch` (a session's batch form).
  */
-#define SPOT_ABI_VERSION ((2 << 16) | 3)
+#define SPOT_ABI_VERSION ((2 << 16) | 4)
+
+/**
+ * The outcome cell of a batch record whose outcome the host has not written yet.
+ */
+#define SPOT_BATCH_PENDING UINT32_MAX
 
 /**
  * Status code returned by every fallible `spot_*` function (`int32_t`). 0 is success.
@@ -875,6 +880,49 @@ struct spot_stats {
      * deadline (ABI 2.0).
      */
     uint64_t scheduler_wakes_by_hosts;
+};
+
+/**
+ * A batch a delivery session handed out (`spot_session_batch`). Versioned: set
+ * `struct_size = sizeof(struct spot_batch)` before the call; the library writes the rest.
+ *
+ * Ownership: the arrays and the position belong to the session and stay valid until the
+ * session's next call (`spot_session_batch`, `spot_session_next`) or `spot_session_free`,
+ * on the session's thread only.
+ */
+struct spot_batch {
+    /**
+     * `sizeof(struct spot_batch)` as the host was built.
+     */
+    uint32_t struct_size;
+    /**
+     * 0.
+     */
+    uint32_t reserved;
+    /**
+     * `count` records, in the order received (NULL when `count` is 0). A TICK record is
+     * not start-checked: check it right before its handler runs (the call-free check on
+     * `live_word`/`lease_word`, or `spot_record_begin`).
+     */
+    const struct spot_record *records;
+    /**
+     * `count` outcome cells, SPOT_BATCH_PENDING on arrival: write SPOT_OUTCOME_* into the
+     * cell of each TICK record you handled (SPOT_OUTCOME_NOT_STARTED when its start check
+     * failed). Skip a record whose cell is no longer SPOT_BATCH_PENDING when its turn
+     * comes: a blocking cancel on this thread completed it. A TICK left pending completes
+     * as not started.
+     */
+    uint32_t *outcomes;
+    /**
+     * Write the index of the record whose handler is about to run (SIZE_MAX on arrival).
+     * A blocking `spot_timer_cancel` on this thread completes, as not started, the pending
+     * TICK records of the cancelled timer after this index — never the one at it.
+     */
+    size_t *position;
+    /**
+     * The number of records (0: none arrived within the timeout).
+     */
+    size_t count;
 };
 
 /**
@@ -1514,7 +1562,7 @@ spot_status spot_owner_gate_leave(uint64_t rt, uint64_t owner_id);
 
 /**
  * The ABI version of the library: `(major << 16) | minor`; this header is
- * `SPOT_ABI_VERSION` (2.3). A host built against major M works with a library of the
+ * `SPOT_ABI_VERSION` (2.4). A host built against major M works with a library of the
  * same major M and a minor >= its own.
  *
  * Infallible. Thread-safe.
@@ -1636,6 +1684,22 @@ spot_status spot_session_next(uint64_t session,
                               int64_t timeout_ns,
                               struct spot_record *out_record,
                               uint32_t *out_got);
+
+/**
+ * The batch form of a session: completes the batch handed out last from its outcome
+ * cells, exchanges the session's collected completions for up to its capacity of
+ * records, waiting up to `timeout_ns` (-1: until one arrives or the runtime closes; 0:
+ * don't wait), and describes them in `*out` (see `struct spot_batch`: the records, one
+ * outcome cell per record, the position cell). One call per batch instead of one per
+ * record; a blocking cancel made on this thread (from a handler, or between handlers)
+ * never waits for a record of this batch that has not started.
+ *
+ * Ownership: `*out` points into the session; see `struct spot_batch`.
+ * Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT, SPOT_E_BAD_STRUCT_SIZE,
+ * SPOT_E_INVALID_ARGUMENT (a tick of `spot_session_next` not completed, or a bad
+ * timeout), SPOT_E_CLOSED (the runtime closed and the session holds nothing more).
+ */
+spot_status spot_session_batch(uint64_t session, int64_t timeout_ns, struct spot_batch *out);
 
 /**
  * Completes the TICK record the last `spot_session_next` handed out, with `outcome`

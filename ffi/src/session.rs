@@ -11,7 +11,7 @@ use std::cell::RefCell;
 
 use spot_timer_core::DeliverySession;
 
-use crate::boundary::{boundary, Failure, FfiResult, Out};
+use crate::boundary::{boundary, write_versioned, Failure, FfiResult, Out};
 use crate::core_runtime::Payload;
 use crate::delivery::to_c;
 use crate::handles;
@@ -21,6 +21,8 @@ use crate::types::*;
 struct Entry {
     generation: u32,
     session: Option<DeliverySession<Payload>>,
+    /// The C form of the batch handed out last (`spot_session_batch`).
+    records: Vec<spot_record>,
 }
 
 thread_local! {
@@ -49,6 +51,14 @@ fn with_session<R>(
     handle: u64,
     f: impl FnOnce(&mut DeliverySession<Payload>) -> FfiResult<R>,
 ) -> FfiResult<R> {
+    with_entry(handle, |s, _| f(s))
+}
+
+/// Runs `f` on the calling thread's session `handle` and its batch records.
+fn with_entry<R>(
+    handle: u64,
+    f: impl FnOnce(&mut DeliverySession<Payload>, &mut Vec<spot_record>) -> FfiResult<R>,
+) -> FfiResult<R> {
     let index = (handle as u32)
         .checked_sub(1)
         .ok_or_else(|| invalid(handle))? as usize;
@@ -59,7 +69,8 @@ fn with_session<R>(
             Some(Entry {
                 generation: g,
                 session: Some(s),
-            }) if *g == generation => f(s),
+                records,
+            }) if *g == generation => f(s, records),
             _ => Err(invalid(handle)),
         }
     })
@@ -111,6 +122,7 @@ pub unsafe extern "C" fn spot_session_new(
                     t.push(Entry {
                         generation: 0,
                         session: None,
+                        records: Vec::new(),
                     });
                     t.len() - 1
                 }
@@ -159,6 +171,74 @@ pub unsafe extern "C" fn spot_session_next(
         }
         Ok(())
     })
+}
+
+/// The batch form of a session: completes the batch handed out last from its outcome
+/// cells, exchanges the session's collected completions for up to its capacity of
+/// records, waiting up to `timeout_ns` (-1: until one arrives or the runtime closes; 0:
+/// don't wait), and describes them in `*out` (see `struct spot_batch`: the records, one
+/// outcome cell per record, the position cell). One call per batch instead of one per
+/// record; a blocking cancel made on this thread (from a handler, or between handlers)
+/// never waits for a record of this batch that has not started.
+///
+/// Ownership: `*out` points into the session; see `struct spot_batch`.
+/// Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT, SPOT_E_BAD_STRUCT_SIZE,
+/// SPOT_E_INVALID_ARGUMENT (a tick of `spot_session_next` not completed, or a bad
+/// timeout), SPOT_E_CLOSED (the runtime closed and the session holds nothing more).
+#[no_mangle]
+pub unsafe extern "C" fn spot_session_batch(
+    session: u64,
+    timeout_ns: i64,
+    out: *mut spot_batch,
+) -> spot_status {
+    boundary("spot_session_batch", || {
+        let timeout = timeout_from_i64(timeout_ns, "timeout_ns")?;
+        check_batch_size(out)?;
+        let batch = with_entry(session, |s, c_records| {
+            c_records.clear();
+            let b = s.batch(timeout)?;
+            c_records.extend(b.records.iter().map(to_c));
+            let count = c_records.len();
+            Ok(spot_batch {
+                struct_size: std::mem::size_of::<spot_batch>() as u32,
+                reserved: 0,
+                records: if count == 0 {
+                    std::ptr::null()
+                } else {
+                    c_records.as_ptr()
+                },
+                outcomes: if count == 0 {
+                    std::ptr::null_mut()
+                } else {
+                    // `Cell<u32>` has the layout of `u32`; the cells live in the session's
+                    // box until its next call.
+                    b.outcomes[0].as_ptr()
+                },
+                position: b.position.as_ptr(),
+                count,
+            })
+        })?;
+        write_versioned(out, "out", batch, std::mem::size_of::<spot_batch>())
+    })
+}
+
+/// `out` is non-null with a `struct_size` this library can fill whole (every field of
+/// `spot_batch` is needed; there is no older size).
+unsafe fn check_batch_size(out: *mut spot_batch) -> FfiResult {
+    if out.is_null() {
+        return Err(Failure::new(SPOT_E_NULL_ARGUMENT, "`out` must not be NULL"));
+    }
+    let size = (out as *const u32).read() as usize;
+    if size < std::mem::size_of::<spot_batch>() || size > 4096 {
+        return Err(Failure::new(
+            SPOT_E_BAD_STRUCT_SIZE,
+            format!(
+                "`out->struct_size` is {size}: set it to sizeof(struct spot_batch) ({})",
+                std::mem::size_of::<spot_batch>()
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Completes the TICK record the last `spot_session_next` handed out, with `outcome`

@@ -65,9 +65,43 @@ pub const SPOT_FIRST_DUE_DEFAULT: u64 = u64::MAX;
 /// `records_taken_back`, `records_abandoned` and `scheduler_wakes_by_hosts`. 2.1 adds
 /// `spot_runtime_close` and the Spot lifecycle; 2.2 delivery sessions and the etcd store;
 /// 2.3 `spot_node_config::listen` and `spot_node_address` (nodes of several processes
-/// reach each other over TCP).
+/// reach each other over TCP); 2.4 `spot_session_batch` (a session's batch form).
 #[allow(clippy::identity_op)] // spelled (major << 16) | minor, as hosts read it
-pub const SPOT_ABI_VERSION: u32 = (2 << 16) | 3;
+pub const SPOT_ABI_VERSION: u32 = (2 << 16) | 4;
+
+/// The outcome cell of a batch record whose outcome the host has not written yet.
+pub const SPOT_BATCH_PENDING: u32 = u32::MAX;
+
+/// A batch a delivery session handed out (`spot_session_batch`). Versioned: set
+/// `struct_size = sizeof(struct spot_batch)` before the call; the library writes the rest.
+///
+/// Ownership: the arrays and the position belong to the session and stay valid until the
+/// session's next call (`spot_session_batch`, `spot_session_next`) or `spot_session_free`,
+/// on the session's thread only.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct spot_batch {
+    /// `sizeof(struct spot_batch)` as the host was built.
+    pub struct_size: u32,
+    /// 0.
+    pub reserved: u32,
+    /// `count` records, in the order received (NULL when `count` is 0). A TICK record is
+    /// not start-checked: check it right before its handler runs (the call-free check on
+    /// `live_word`/`lease_word`, or `spot_record_begin`).
+    pub records: *const spot_record,
+    /// `count` outcome cells, SPOT_BATCH_PENDING on arrival: write SPOT_OUTCOME_* into the
+    /// cell of each TICK record you handled (SPOT_OUTCOME_NOT_STARTED when its start check
+    /// failed). Skip a record whose cell is no longer SPOT_BATCH_PENDING when its turn
+    /// comes: a blocking cancel on this thread completed it. A TICK left pending completes
+    /// as not started.
+    pub outcomes: *mut u32,
+    /// Write the index of the record whose handler is about to run (SIZE_MAX on arrival).
+    /// A blocking `spot_timer_cancel` on this thread completes, as not started, the pending
+    /// TICK records of the cancelled timer after this index — never the one at it.
+    pub position: *mut usize,
+    /// The number of records (0: none arrived within the timeout).
+    pub count: usize,
+}
 
 /// A timer generation: a value, copy it freely. Generations are unique in the process,
 /// so a handle of another runtime is rejected, never misused. An ended generation keeps

@@ -541,7 +541,7 @@ static void contract_t10_one_crossing_per_wakeup(void) {
 /* The layout the bindings mirror (x86_64 / any LP64 target). */
 static void abi_layout(void) {
     CHECK_EQ_U64(spot_abi_version(), SPOT_ABI_VERSION);
-    CHECK_EQ_U64(SPOT_ABI_VERSION, 0x00020003); /* 2.3: spot_node_config::listen, spot_node_address */
+    CHECK_EQ_U64(SPOT_ABI_VERSION, 0x00020004); /* 2.4: spot_session_batch (2.3: spot_node_config::listen, spot_node_address) */
     CHECK_EQ_U64(sizeof(struct spot_timer), 16);
     CHECK_EQ_U64(sizeof(struct spot_runtime_config), 48);
     CHECK_EQ_U64(sizeof(struct spot_timer_spec), 40);
@@ -551,6 +551,11 @@ static void abi_layout(void) {
     CHECK_EQ_U64(sizeof(struct spot_timer_stats), 40);
     CHECK_EQ_U64(sizeof(struct spot_node_config), 120); /* 2.3: `listen` appended */
     CHECK_EQ_U64(offsetof(struct spot_node_config, listen), 112); /* the 2.1/2.2 size */
+    CHECK_EQ_U64(sizeof(struct spot_batch), 40); /* 2.4 */
+    CHECK_EQ_U64(offsetof(struct spot_batch, records), 8);
+    CHECK_EQ_U64(offsetof(struct spot_batch, outcomes), 16);
+    CHECK_EQ_U64(offsetof(struct spot_batch, position), 24);
+    CHECK_EQ_U64(offsetof(struct spot_batch, count), 32);
     CHECK_EQ_U64(offsetof(struct spot_record, token), 16);
     CHECK_EQ_U64(offsetof(struct spot_record, timer), 24);
     CHECK_EQ_U64(offsetof(struct spot_record, user_data), 56);
