@@ -275,6 +275,12 @@ extern "C" {
 #define SPOT_BATCH_PENDING UINT32_MAX
 
 /**
+ * The outcome cell of a batch record the host keeps and completes later itself (an
+ * asynchronous handler), with `spot_complete`: the session never completes it.
+ */
+#define SPOT_BATCH_KEPT (UINT32_MAX - 1)
+
+/**
  * Status code returned by every fallible `spot_*` function (`int32_t`). 0 is success.
  */
 typedef int32_t spot_status;
@@ -908,7 +914,8 @@ struct spot_batch {
     /**
      * `count` outcome cells, SPOT_BATCH_PENDING on arrival: write SPOT_OUTCOME_* into the
      * cell of each TICK record you handled (SPOT_OUTCOME_NOT_STARTED when its start check
-     * failed). Skip a record whose cell is no longer SPOT_BATCH_PENDING when its turn
+     * failed), or SPOT_BATCH_KEPT for one you complete later yourself with
+     * `spot_complete` (an asynchronous handler). Skip a record whose cell is no longer SPOT_BATCH_PENDING when its turn
      * comes: a blocking cancel on this thread completed it. A TICK left pending completes
      * as not started.
      */

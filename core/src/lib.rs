@@ -78,7 +78,7 @@ pub use owner::OwnerId;
 pub use policy::OverrunPolicy;
 pub use runtime::{
     Batch, BatchHandler, CancelTicket, DeliverySession, Owner, OwnerOptions, Runtime,
-    RuntimeConfig, Sink, TimerHandle, BATCH_PENDING,
+    RuntimeConfig, Sink, TimerHandle, BATCH_KEPT, BATCH_PENDING,
 };
 pub use slot::MAX_TIMERS;
 pub use spec::{TimerId, TimerKey, TimerSpec, TimerStats};

@@ -350,3 +350,37 @@ fn one_at_a_time_and_batches_mix_on_one_session() {
     let st = rt.stats();
     assert_eq!(st.completed_ok, 3, "{st:?}");
 }
+
+#[test]
+fn a_batch_record_the_host_keeps_is_completed_by_the_host_not_the_session() {
+    let (rt, clock, ids) = setup(2);
+    let mut s = rt.session(16).unwrap();
+    clock.advance(ms(10));
+    rt.sync().unwrap();
+    let b = s.batch(Some(Duration::ZERO)).unwrap();
+    let Record::Tick(kept) = &b.records[0] else {
+        panic!()
+    };
+    let kept = kept.clone();
+    b.position.set(0);
+    assert!(rt.begin(&kept));
+    b.outcomes[0].set(BATCH_KEPT);
+    b.position.set(1);
+    b.outcomes[1].set(Outcome::Ok as u32);
+    let other = ids.iter().copied().find(|i| *i != kept.timer_id()).unwrap();
+    // A blocking cancel sends what was written and leaves the kept record alone.
+    assert_eq!(
+        rt.cancel_timer(other, Some(Duration::from_secs(5))),
+        Ok(EndReason::Cancelled)
+    );
+    assert!(s.batch(Some(Duration::ZERO)).unwrap().records.is_empty());
+    assert_eq!(
+        rt.stats().completed_ok,
+        1,
+        "the kept one is still in flight"
+    );
+    rt.complete(&[kept.complete(Outcome::Ok)]).unwrap();
+    let st = rt.stats();
+    assert_eq!(st.completed_ok, 2, "{st:?}");
+    assert_eq!(st.invalid_completions, 0);
+}

@@ -71,6 +71,9 @@ pub const SPOT_ABI_VERSION: u32 = (2 << 16) | 4;
 
 /// The outcome cell of a batch record whose outcome the host has not written yet.
 pub const SPOT_BATCH_PENDING: u32 = u32::MAX;
+/// The outcome cell of a batch record the host keeps and completes later itself (an
+/// asynchronous handler), with `spot_complete`: the session never completes it.
+pub const SPOT_BATCH_KEPT: u32 = u32::MAX - 1;
 
 /// A batch a delivery session handed out (`spot_session_batch`). Versioned: set
 /// `struct_size = sizeof(struct spot_batch)` before the call; the library writes the rest.
@@ -91,7 +94,8 @@ pub struct spot_batch {
     pub records: *const spot_record,
     /// `count` outcome cells, SPOT_BATCH_PENDING on arrival: write SPOT_OUTCOME_* into the
     /// cell of each TICK record you handled (SPOT_OUTCOME_NOT_STARTED when its start check
-    /// failed). Skip a record whose cell is no longer SPOT_BATCH_PENDING when its turn
+    /// failed), or SPOT_BATCH_KEPT for one you complete later yourself with
+    /// `spot_complete` (an asynchronous handler). Skip a record whose cell is no longer SPOT_BATCH_PENDING when its turn
     /// comes: a blocking cancel on this thread completed it. A TICK left pending completes
     /// as not started.
     pub outcomes: *mut u32,

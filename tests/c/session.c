@@ -192,6 +192,35 @@ static void batch_blocking_cancel_from_a_handler_completes_later_records(void) {
     CHECK_OK(spot_runtime_free(rt));
 }
 
+static void batch_record_kept_by_the_host_is_completed_by_the_host(void) {
+    struct spot_timer t[2];
+    uint64_t rt = two_due(t, 2);
+    uint64_t s = 0;
+    CHECK_OK(spot_session_new(rt, 16, &s));
+    struct spot_batch b = new_batch();
+    CHECK_OK(spot_session_batch(s, 0, &b));
+    CHECK_EQ_U64(b.count, 2);
+    *b.position = 0;
+    CHECK(start_call_free(rt, &b.records[0]));
+    b.outcomes[0] = SPOT_BATCH_KEPT; /* an asynchronous handler goes on with it */
+    struct spot_completion later = {b.records[0].token, SPOT_OUTCOME_OK, 0};
+    *b.position = 1;
+    CHECK(start_call_free(rt, &b.records[1]));
+    b.outcomes[1] = SPOT_OUTCOME_OK;
+    struct spot_batch next = new_batch();
+    CHECK_OK(spot_session_batch(s, 0, &next));
+    struct spot_stats st = {0};
+    st.struct_size = sizeof st;
+    CHECK_OK(spot_stats(rt, &st));
+    CHECK_EQ_U64(st.completed_ok, 1); /* the kept one is still in flight */
+    CHECK_OK(spot_complete(rt, &later, 1));
+    CHECK_OK(spot_stats(rt, &st));
+    CHECK_EQ_U64(st.completed_ok, 2);
+    CHECK_EQ_U64(st.invalid_completions, 0);
+    CHECK_OK(spot_session_free(s));
+    CHECK_OK(spot_runtime_free(rt));
+}
+
 static void batch_misuse_gets_specific_errors(void) {
     struct spot_timer t[1];
     uint64_t rt = two_due(t, 1);
@@ -289,5 +318,6 @@ void run_session_tests(void) {
     RUN(session_on_a_closed_or_callback_runtime);
     RUN(batch_hands_out_a_whole_exchange_and_completes_it_from_the_cells);
     RUN(batch_blocking_cancel_from_a_handler_completes_later_records);
+    RUN(batch_record_kept_by_the_host_is_completed_by_the_host);
     RUN(batch_misuse_gets_specific_errors);
 }

@@ -66,7 +66,7 @@ use crate::tick::{Completion, Record, TickRecord};
 
 pub use handle::{CancelTicket, TimerHandle};
 pub use owner_api::{Owner, OwnerOptions};
-pub use session::{Batch, DeliverySession, BATCH_PENDING};
+pub use session::{Batch, DeliverySession, BATCH_KEPT, BATCH_PENDING};
 pub use sink::{BatchHandler, Sink};
 
 use end::Ended;

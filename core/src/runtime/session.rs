@@ -46,6 +46,9 @@ struct Unread<P> {
 
 /// The outcome cell of a batch record its host has not reported yet.
 pub const BATCH_PENDING: u32 = u32::MAX;
+/// The outcome cell of a batch record its host keeps: it completes it later itself (an
+/// asynchronous handler), with [`crate::Runtime::complete`]; the session never does.
+pub const BATCH_KEPT: u32 = u32::MAX - 1;
 
 /// The batch handed out last (see the ground rules): read by the host while a blocking
 /// cancel on the same thread may write its cells, so only cells are written.
@@ -69,7 +72,8 @@ pub struct Batch<'s, P> {
     /// before its handler runs (`Runtime::begin`, or the call-free check of the C ABI).
     pub records: &'s [Record<P>],
     /// One per record, [`BATCH_PENDING`] on arrival: write the [`Outcome`] (as `u32`) of
-    /// each tick handled. A pending tick is completed as not started.
+    /// each tick handled, or [`BATCH_KEPT`] for a tick the host completes later itself. A
+    /// pending tick is completed as not started.
     pub outcomes: &'s [Cell<u32>],
     /// Write the index of the record whose handler is about to run (`usize::MAX` on
     /// arrival: none yet). A blocking cancel on this thread completes only pending ticks
@@ -285,7 +289,7 @@ fn settle<P>(held: &mut Held<P>) {
     let unread = held.unread.get_mut();
     for (i, r) in batch.records.drain(..).enumerate() {
         if let Record::Tick(t) = r {
-            if batch.helped[i].get() {
+            if batch.helped[i].get() || batch.outcomes[i].get() == BATCH_KEPT {
                 continue;
             }
             let outcome = Outcome::from_u32(batch.outcomes[i].get()).unwrap_or(Outcome::NotStarted);
@@ -342,7 +346,9 @@ impl<P: Send + Sync + 'static> Shared<P> {
                     continue;
                 }
                 let reported = b.outcomes[i].get();
-                let outcome = if reported != BATCH_PENDING {
+                let outcome = if reported == BATCH_KEPT {
+                    continue;
+                } else if reported != BATCH_PENDING {
                     Outcome::from_u32(reported).unwrap_or(Outcome::NotStarted)
                 } else if t.timer == id && i >= after {
                     b.outcomes[i].set(Outcome::NotStarted as u32);
