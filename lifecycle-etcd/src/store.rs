@@ -31,7 +31,7 @@ use etcd_client::{
     TxnResponse,
 };
 use parking_lot::Mutex;
-use spot_lifecycle::store::{Reservation, Reserved, StoreView};
+use spot_lifecycle::store::{NodeAddress, Reservation, Reserved, StoreView};
 use spot_lifecycle::{
     Authority, LifecycleError, LocationRecord, LocationState, LocationStore, NodeId, NodeStatus,
     Result, SpotId, SpotKind,
@@ -413,24 +413,35 @@ impl LocationStore for EtcdLocationStore {
         Ok(())
     }
 
-    fn node_address(&self, node: NodeId) -> Option<std::net::SocketAddr> {
+    fn node_address(&self, node: NodeId) -> NodeAddress {
+        let of = |v: &NodeValue| {
+            v.address
+                .map_or(NodeAddress::NotListening, NodeAddress::Listening)
+        };
         if let Some((v, _)) = self.own.lock().get(&node) {
-            return v.address;
+            return of(v);
         }
         if let Some(v) = self.view.known.lock().nodes.get(&node) {
-            return v.address;
+            return of(v);
         }
         // A node this process's watch has not shown yet (it registered a moment ago):
         // asked once from etcd, without caching it (the watch brings it, and its end).
         let key = self.keys.node(node);
-        let answer = self
-            .call(move |mut c| {
-                let key = key.clone();
-                async move { c.get(key, None).await }
-            })
-            .ok()?;
-        let kv = answer.value.kvs().first()?;
-        NodeValue::decode(kv.value())?.address
+        let Ok(answer) = self.call(move |mut c| {
+            let key = key.clone();
+            async move { c.get(key, None).await }
+        }) else {
+            return NodeAddress::Unknown;
+        };
+        match answer
+            .value
+            .kvs()
+            .first()
+            .and_then(|kv| NodeValue::decode(kv.value()))
+        {
+            Some(v) => of(&v),
+            None => NodeAddress::Unknown,
+        }
     }
 
     fn remove_node(&self, node: NodeId) {
@@ -474,12 +485,38 @@ impl LocationStore for EtcdLocationStore {
         if open(&preferred) {
             return Some(preferred);
         }
-        k.nodes
+        let known = k
+            .nodes
             .keys()
             .chain(own.keys())
             .filter(|id| open(id))
             .min_by_key(|id| (value(id).map_or(u64::MAX, |v| v.active), **id))
-            .copied()
+            .copied();
+        if known.is_some() {
+            return known;
+        }
+        let (down, missed) = (k.down.clone(), k.missed.clone());
+        drop(k);
+        // Every node this process knows is full: one the watch has not shown yet (it
+        // registered a moment ago) may not be. Asked once from etcd — only on this path.
+        let keys = self.keys.clone();
+        let (nodes, _) = self
+            .call(move |mut c| {
+                let keys = keys.clone();
+                async move { watch::read_nodes(&mut c, &keys).await }
+            })
+            .ok()?
+            .value;
+        nodes
+            .into_iter()
+            .filter(|(id, (v, _))| {
+                !own.contains_key(id)
+                    && !down.contains(id)
+                    && !missed.contains(id)
+                    && v.active < v.cap
+            })
+            .min_by_key(|(id, (v, _))| (v.active, *id))
+            .map(|(id, _)| id)
     }
 
     fn node_status(&self, node: NodeId) -> NodeStatus {

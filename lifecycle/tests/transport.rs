@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
+use spot_lifecycle::store::NodeAddress;
 use spot_lifecycle::*;
 
 /// Node `id` on the world's store, listening on a free loopback port, in no `Cluster`.
@@ -28,10 +29,14 @@ fn a_node_registers_the_address_it_listens_at() {
     let a = listening(&w, 1, 100);
     let addr = a.address().expect("listening");
     assert_ne!(addr.port(), 0);
-    assert_eq!(w.store.node_address(NodeId(1)), Some(addr));
+    assert_eq!(
+        w.store.node_address(NodeId(1)),
+        NodeAddress::Listening(addr)
+    );
     let quiet = w.node(2);
     assert_eq!(quiet.address(), None);
-    assert_eq!(w.store.node_address(NodeId(2)), None);
+    assert_eq!(w.store.node_address(NodeId(2)), NodeAddress::NotListening);
+    assert_eq!(w.store.node_address(NodeId(9)), NodeAddress::Unknown);
 }
 
 #[test]

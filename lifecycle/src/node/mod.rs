@@ -43,7 +43,7 @@ use crate::cluster::{Cluster, Peer};
 use crate::error::{LifecycleError, Queue, Result};
 use crate::kind::{Entry, Instance, Kind, Spot, SpotId, SpotKind, User};
 use crate::lane::{LaneKind, LaneLimits, LaneUse};
-use crate::store::{Authority, LocationStore, NodeId};
+use crate::store::{Authority, LocationStore, NodeAddress, NodeId};
 use crate::timer_work::Work;
 use crate::transport::{PeerServer, Remotes};
 use crate::work::DEFAULT_CREATION_WAIT;
@@ -464,17 +464,15 @@ impl Node {
     }
 
     /// Node `node` to forward to: in this process, or else at the address the store
-    /// holds for it. Err: `Unavailable` for a live node that does not listen for other
-    /// processes, `StaleRoute` for a node that is gone.
+    /// holds for it. Err: `Unavailable` for a node that does not listen for other
+    /// processes, `StaleRoute` for a node that is no longer registered.
     pub(crate) fn peer(&self, node: NodeId, spot: SpotId) -> Result<Arc<dyn Peer>> {
         if let Some(p) = self.cluster.as_ref().and_then(|c| c.node(node)) {
             return Ok(p);
         }
-        if let Some(address) = self.store.node_address(node) {
-            return Ok(self.remotes.peer(node, address));
-        }
-        if self.store.node_status(node) == crate::store::NodeStatus::Alive {
-            return Err(LifecycleError::Unavailable {
+        match self.store.node_address(node) {
+            NodeAddress::Listening(address) => Ok(self.remotes.peer(node, address)),
+            NodeAddress::NotListening => Err(LifecycleError::Unavailable {
                 spot,
                 evidence: format!(
                     "its node {} runs in another process and does not listen for other \
@@ -482,12 +480,12 @@ impl Node {
                     node.0
                 )
                 .into(),
-            });
+            }),
+            NodeAddress::Unknown => Err(LifecycleError::StaleRoute {
+                spot,
+                reason: crate::error::StaleReason::NotOwner,
+            }),
         }
-        Err(LifecycleError::StaleRoute {
-            spot,
-            reason: crate::error::StaleReason::NotOwner,
-        })
     }
 
     /// This node's id.

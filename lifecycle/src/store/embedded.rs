@@ -113,8 +113,17 @@ impl LocationStore for EmbeddedStore {
         Ok(())
     }
 
-    fn node_address(&self, node: NodeId) -> Option<std::net::SocketAddr> {
-        self.state.lock().nodes.get(&node).and_then(|n| n.address)
+    fn node_address(&self, node: NodeId) -> NodeAddress {
+        match self.state.lock().nodes.get(&node) {
+            Some(NodeEntry {
+                status: NodeStatus::Gone,
+                ..
+            })
+            | None => NodeAddress::Unknown,
+            Some(n) => n
+                .address
+                .map_or(NodeAddress::NotListening, NodeAddress::Listening),
+        }
     }
 
     fn remove_node(&self, node: NodeId) {

@@ -86,6 +86,17 @@ pub struct Reservation {
     pub authority: Authority,
 }
 
+/// Where a node can be reached from another process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeAddress {
+    /// Registered with this address.
+    Listening(std::net::SocketAddr),
+    /// Registered without one: reachable from its own process only.
+    NotListening,
+    /// Not registered (it left, or its lease ended).
+    Unknown,
+}
+
 /// What an attempt to reserve an id found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reserved {
@@ -106,10 +117,10 @@ pub trait LocationStore: Send + Sync {
         active_cap: u64,
         address: Option<std::net::SocketAddr>,
     ) -> Result<()>;
-    /// The address `node` registered with, while it is registered. Read on every message
-    /// forwarded to another process: a store answers it from what it holds, without a
-    /// request of its own.
-    fn node_address(&self, node: NodeId) -> Option<std::net::SocketAddr>;
+    /// Where `node` can be reached from another process, as registered. Read on every
+    /// message forwarded to another process: a store answers it from what it holds,
+    /// asking only about a node it has not heard of yet.
+    fn node_address(&self, node: NodeId) -> NodeAddress;
     /// A node that shut down (its Spots closed) leaves: it is never chosen again.
     fn remove_node(&self, node: NodeId);
     /// Updates the node's count of active Spots (for placement).

@@ -9,7 +9,7 @@ use std::time::Duration;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyString};
 
-use spot_lifecycle::store::{Reservation, Reserved, StoreView};
+use spot_lifecycle::store::{NodeAddress, Reservation, Reserved, StoreView};
 use spot_lifecycle::{
     Authority, LifecycleError, LocationRecord, LocationStore, NodeId, NodeStatus, Result, SpotId,
     SpotKind,
@@ -169,7 +169,7 @@ impl LocationStore for SharedEtcd {
         self.0.register_node(node, active_cap, address)
     }
 
-    fn node_address(&self, node: NodeId) -> Option<std::net::SocketAddr> {
+    fn node_address(&self, node: NodeId) -> NodeAddress {
         self.0.node_address(node)
     }
     fn remove_node(&self, node: NodeId) {
