@@ -1,6 +1,6 @@
 // make bench-dotnet: 20,000 periodic timers (period 100 ms, or --period-ms) delivered into C#
 // handlers for a fixed time,
-// spot-timer (one native scheduler thread, batches through spot_exchange to one managed
+// spot-timer (one native scheduler thread, batches through spot_session_batch to one managed
 // dispatcher thread) against 20,000 System.Threading.Timer doing the same work (count the
 // tick, record its lateness). Each run of each side is a separate child process (clean RSS);
 // the parent reports medians and spread over the runs and writes bench/results/dotnet.json.
@@ -221,7 +221,7 @@ static class Bench
         json.AppendFormat(CultureInfo.InvariantCulture, "  \"seconds_per_run\": {0},\n  \"runs\": {1},\n", seconds, runs);
         json.AppendFormat("  \"runtime\": \"{0}\",\n", (Type.GetType("Mono.Runtime") != null ? "mono " : ".NET ") + Environment.Version);
         json.AppendFormat("  \"processors\": {0},\n", Environment.ProcessorCount);
-        json.Append("  \"notes\": \"median and [min, max] over runs; each run a fresh process; lateness = handler start - nominal due time (spot: from scheduled_index; System.Threading.Timer: from its invocation count); transitions = managed->native calls of the delivery path (spot_exchange + spot_complete) per record; System.Threading.Timer is a managed timer queue (no native transitions, one thread-pool work item per tick)\",\n");
+        json.Append("  \"notes\": \"median and [min, max] over runs; each run a fresh process; lateness = handler start - nominal due time (spot: from scheduled_index; System.Threading.Timer: from its invocation count); transitions = managed->native calls of the delivery path (spot_session_batch + spot_complete) per record; System.Threading.Timer is a managed timer queue (no native transitions, one thread-pool work item per tick)\",\n");
         var summary = new Dictionary<string, Dictionary<string, double>>();
         int mi = 0;
         foreach (var kv in results)

@@ -114,6 +114,10 @@ namespace SpotTimer.Interop
         public const uint RECORD_CANCEL_DONE = 1;
         /// <summary><c>spot_timer_spec::first_due_ns</c> meaning "one period after registration".</summary>
         public const ulong FIRST_DUE_DEFAULT = ulong.MaxValue;
+        /// <summary><c>spot_batch::outcomes</c>: the cell of a record whose outcome the host has not written yet.</summary>
+        public const uint BATCH_PENDING = uint.MaxValue;
+        /// <summary><c>spot_batch::outcomes</c>: a record the host keeps and completes later itself with <c>spot_complete</c> (an asynchronous handler); the session never completes it.</summary>
+        public const uint BATCH_KEPT = uint.MaxValue - 1;
         // The Spot lifecycle (ABI 2.1).
         /// <summary><c>spot_node_record::kind</c>: a message sent to the Spot.</summary>
         public const uint WORK_MESSAGE = 0;
@@ -258,6 +262,27 @@ namespace SpotTimer.Interop
         public uint outcome;
         /// <summary>Must be 0.</summary>
         public uint reserved;
+    }
+
+    /// <summary>A batch a delivery session handed out (<c>spot_session_batch</c>). Versioned: set <c>struct_size = sizeof(spot_batch)</c> before the call; the library writes the rest.
+    /// <para>Ownership: the arrays and the position belong to the session and stay valid until the session's next call (<c>spot_session_batch</c>, <c>spot_session_next</c>) or <c>spot_session_free</c>, on the session's thread only.</para>
+    /// <para>Mirror of <c>struct spot_batch</c> (include/spot_timer.h).</para></summary>
+    [NativeStruct("spot_batch")]
+    [StructLayout(LayoutKind.Sequential)]
+    public struct spot_batch
+    {
+        /// <summary><c>sizeof(struct spot_batch)</c> as the host was built.</summary>
+        public uint struct_size;
+        /// <summary>0.</summary>
+        public uint reserved;
+        /// <summary><c>count</c> records, in the order received (NULL when <c>count</c> is 0). A TICK record is not start-checked: check it right before its handler runs (the call-free check, or <c>spot_record_begin</c>).</summary>
+        public IntPtr records;             // const struct spot_record *
+        /// <summary><c>count</c> outcome cells, SPOT_BATCH_PENDING on arrival: write SPOT_OUTCOME_* into the cell of each TICK record handled (SPOT_OUTCOME_NOT_STARTED when its start check failed), or SPOT_BATCH_KEPT for one completed later with <c>spot_complete</c>. Skip a record whose cell is no longer SPOT_BATCH_PENDING when its turn comes: a blocking cancel on this thread completed it. A TICK left pending completes as not started.</summary>
+        public IntPtr outcomes;            // uint32_t *
+        /// <summary>Write the index of the record whose handler is about to run (SIZE_MAX on arrival). A blocking <c>spot_timer_cancel</c> on this thread completes, as not started, the pending TICK records of the cancelled timer after this index, never the one at it.</summary>
+        public IntPtr position;            // size_t *
+        /// <summary>The number of records (0: none arrived within the timeout).</summary>
+        public UIntPtr count;
     }
 
     /// <summary>A snapshot of a runtime's counters (each field a counter unless marked as a gauge). Set <c>struct_size = sizeof(spot_stats)</c> before the call; the library fills the whole fields that fit in <c>min(struct_size, its size)</c> bytes and stores that number in <c>struct_size</c>. Fields are only ever appended: 1.0 ended at <c>gate_waits</c> (200 bytes, the smallest size accepted), 1.1 appended <c>ticks_due</c> and <c>ticks_discarded</c> (216), 2.0 <c>records_taken_back</c>, <c>records_abandoned</c> and <c>scheduler_wakes_by_hosts</c> (240).
@@ -643,9 +668,9 @@ namespace SpotTimer.Interop
                                                spot_record* out_records, UIntPtr capacity, long timeout_ns,
                                                UIntPtr* out_count);
 
-        // Delivery sessions (ABI 2.2): one thread's loop, one record per call. Declared for
-        // completeness; the managed dispatcher keeps its batch loop (one crossing per batch)
-        // and its own help for a blocking cancel on the delivering thread.
+        // Delivery sessions (ABI 2.2; the batch form 2.4). The dispatcher (and Advance on a
+        // manual clock) delivers through a session's batch form: one crossing per batch, and
+        // the library helps a blocking cancel made on the session's thread.
 
         /// <summary>Starts a delivery session on <c>rt</c> for the calling thread (records handed out one at a time, start already checked; a blocking cancel on this thread never waits for a record the session holds). The session belongs to the calling thread. Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT, SPOT_E_INVALID_ARGUMENT, SPOT_E_WRONG_DELIVERY_MODE, SPOT_E_CLOSED.</summary>
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
@@ -659,7 +684,12 @@ namespace SpotTimer.Interop
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         public static extern int spot_session_done(ulong session, uint outcome);
 
-        /// <summary>Frees a session of the calling thread (unread records complete as not started).</summary>
+        /// <summary>The batch form of a session: completes the batch handed out last from its outcome cells, exchanges the session's collected completions for up to its capacity of records, waiting up to <c>timeout_ns</c> (-1: until one arrives or the runtime closes; 0: don't wait), and describes them in <c>*out_batch</c> (records, one outcome cell per record, the position cell). A blocking cancel made on this thread never waits for a record of this batch that has not started.
+        /// <para>Ownership: <c>*out_batch</c> points into the session (see <c>spot_batch</c>). Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT, SPOT_E_BAD_STRUCT_SIZE, SPOT_E_INVALID_ARGUMENT, SPOT_E_CLOSED (the runtime closed and the session holds nothing more).</para></summary>
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern int spot_session_batch(ulong session, long timeout_ns, spot_batch* out_batch);
+
+        /// <summary>Frees a session of the calling thread: the records it holds unread complete as not started, the outcomes of its last batch and its collected completions are sent.</summary>
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         public static extern int spot_session_free(ulong session);
 

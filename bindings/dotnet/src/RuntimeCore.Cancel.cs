@@ -7,7 +7,7 @@ using SpotTimer.Interop;
 
 namespace SpotTimer
 {
-    // Cancel: non-blocking, blocking (helping the delivering thread), async, and the notices.
+    // Cancel: non-blocking, blocking (on the delivering thread too), async, and the notices.
     internal sealed unsafe partial class RuntimeCore
     {
         // ------------------------------------------------------------------ cancel
@@ -58,7 +58,22 @@ namespace SpotTimer
                     "Timer.Cancel called from inside the timer's own handler; the cancel takes effect and completes when the handler returns (use CancelAsync to observe it)");
             }
             if (t_dispatching == this && !_callback)
-                return HelpingCancel(t, timeoutNs);
+            {
+                // From a handler on the delivering thread. The library helps a blocking cancel
+                // on its session's thread (it sends the outcomes written so far and completes
+                // the target's records later in the batch as not started), but an async
+                // handler's completion queued here for the next batch call would never go:
+                // completers submit their own while this thread waits.
+                int prevWaiting = Interlocked.Exchange(ref _waiting, 1);
+                int s1;
+                try
+                {
+                    FlushPending();
+                    s1 = NativeCancel(t, timeoutNs, &reason);
+                }
+                finally { Volatile.Write(ref _waiting, prevWaiting); }
+                return Result(s1, reason, t, timeoutNs);
+            }
             int s = NativeCancel(t, timeoutNs, &reason);
             return Result(s, reason, t, timeoutNs);
         }
@@ -133,65 +148,6 @@ namespace SpotTimer
                 catch (Exception e) { tcs.TrySetException(e); return; }
                 complete();
             });
-        }
-
-        /// <summary>A blocking cancel on the delivering thread (from a synchronous handler of another
-        /// timer): the target may wait for completions only this thread would submit, so submit them
-        /// while waiting, in short slices.</summary>
-        CancelResult HelpingCancel(Timer t, long timeoutNs)
-        {
-            uint reason;
-            var sw = System.Diagnostics.Stopwatch.StartNew();
-            int s = NativeCancel(t, 0, &reason);
-            while (true)
-            {
-                if (s != (int)SpotStatus.Timeout) return Result(s, reason, t, timeoutNs);
-                // 1. completions of handlers this thread already ran in the current batch
-                if (_compsRef != null && _compCountRef > 0)
-                {
-                    int n = _compCountRef;
-                    FlushBuffer(_compsRef, ref n);
-                    _compCountRef = n;
-                }
-                // 2. records later in the batch that went stale now: complete them as not started
-                if (_curBatch != null)
-                {
-                    for (int j = _curIndex + 1; j < _curN; j++)
-                    {
-                        spot_record* r = _curBatch + j;
-                        if (r->kind != C.RECORD_TICK || _handled[j] || StillHanded(r)) continue;
-                        _handled[j] = true;
-                        var c = new spot_completion { token = r->token, outcome = C.OUTCOME_NOT_STARTED };
-                        Native.spot_complete(Raw, &c, (UIntPtr)1);
-                        Interlocked.Increment(ref Transitions);
-                    }
-                }
-                // 3. async handlers that ended meanwhile
-                FlushPendingForce();
-                long elapsed = sw.Elapsed.Ticks * 100;
-                long slice = 2000000; // 2 ms
-                if (timeoutNs >= 0)
-                {
-                    long left = timeoutNs - elapsed;
-                    if (left <= 0) return Result((int)SpotStatus.Timeout, 0, t, 0);
-                    if (left < slice) slice = left;
-                }
-                s = NativeCancel(t, slice, &reason);
-            }
-        }
-
-        void FlushPendingForce()
-        {
-            spot_completion* buf = stackalloc spot_completion[256];
-            while (true)
-            {
-                int n = 0;
-                spot_completion c;
-                while (n < 256 && _pending.TryDequeue(out c)) buf[n++] = c;
-                if (n == 0) return;
-                Native.spot_complete(Raw, buf, (UIntPtr)n);
-                Interlocked.Increment(ref Transitions);
-            }
         }
 
         internal Task<CancelResult> CancelAsync(Timer t)

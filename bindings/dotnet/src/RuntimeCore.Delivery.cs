@@ -16,17 +16,25 @@ namespace SpotTimer
         void DispatchLoop()
         {
             t_dispatching = this;
+            ulong session = 0;
             try
             {
+                // The session belongs to this thread (the library refuses it on any other):
+                // made here, freed in the finally whatever ends the loop. It fails only when
+                // the runtime was disposed before the thread started.
+                ulong made;
+                if (Native.spot_session_new(Raw, (UIntPtr)_cap, &made) != 0) return;
+                session = made;
+                var batch = new spot_batch();
                 while (!Disposed)
                 {
                     ScrubStack();
                     Interlocked.Exchange(ref _waiting, 1);
-                    DrainPending();
-                    int nc = _compCount;
-                    _compCount = 0;
-                    UIntPtr got;
-                    int s = Native.spot_exchange(Raw, _comps, (UIntPtr)nc, _recs, (UIntPtr)_cap, -1, &got);
+                    // Async completions queued while the last batch ran; from now on completers
+                    // submit their own (the batch call takes no extra completions).
+                    FlushPending();
+                    batch.struct_size = (uint)sizeof(spot_batch);
+                    int s = Native.spot_session_batch(session, -1, &batch);
                     Interlocked.Increment(ref Transitions);
                     Volatile.Write(ref _waiting, 0);
                     if (s == (int)SpotStatus.Closed || s == (int)SpotStatus.InvalidHandle) break;
@@ -36,18 +44,15 @@ namespace SpotTimer
                         Thread.Sleep(1);
                         continue;
                     }
-                    int count = (int)(ulong)got;
-                    int ncOut = 0;
                     // The records' live_word pointers are valid until the runtime is freed; the
-                    // free (Dispose or the SafeHandle's finalizer) takes this lock.
+                    // free (Dispose or the SafeHandle's finalizer) takes this lock. A dispose
+                    // deferred by a handler ends the loop (Disposed) and runs in the finally.
                     lock (DeliveryLock)
                     {
                         if (Disposed) break;
-                        ProcessBatch(_recs, count, _comps, ref ncOut, _compCap);
+                        ProcessSessionBatch(&batch);
                         FreeReleased();
                     }
-                    _compCount = ncOut;
-                    if (RunDeferredDispose()) break;
                 }
             }
             catch (Exception)
@@ -57,6 +62,9 @@ namespace SpotTimer
             finally
             {
                 Interlocked.Exchange(ref _waiting, 1);
+                // Before a deferred dispose closes the runtime: the outcomes of the last batch
+                // go back, its records not run complete as not started.
+                if (session != 0) Native.spot_session_free(session);
                 t_dispatching = null;
                 RunDeferredDispose();
             }
@@ -64,7 +72,7 @@ namespace SpotTimer
 
         /// <summary>Mono scans thread stacks conservatively: stale slots of the last batch (ticks
         /// holding Timer -> Runtime) would keep an abandoned Runtime alive while this thread
-        /// blocks in spot_exchange. Zero the stack area the batch used before blocking.</summary>
+        /// blocks in spot_session_batch. Zero the stack area the batch used before blocking.</summary>
         [System.Runtime.CompilerServices.MethodImpl(System.Runtime.CompilerServices.MethodImplOptions.NoInlining)]
         static void ScrubStack()
         {
@@ -78,43 +86,53 @@ namespace SpotTimer
             if (!_inline || t_dispatching == this) return;
             lock (DeliveryLock)
             {
-                if (_recs == null) return;
+                if (Raw == 0 || Disposed) return;
                 t_dispatching = this;
                 Volatile.Write(ref _waiting, 0);
+                ulong session = 0;
                 try
                 {
+                    // A session per pump: it belongs to the calling thread, and Advance may be
+                    // called from any thread.
+                    ulong made;
+                    int s = Native.spot_session_new(Raw, (UIntPtr)_cap, &made);
+                    if (s != 0) throw PumpError(s);
+                    session = made;
+                    var batch = new spot_batch();
+                    int last = 0;
                     while (true)
                     {
-                        DrainPending();
-                        int nc = _compCount;
-                        _compCount = 0;
-                        UIntPtr got;
-                        int s = Native.spot_exchange(Raw, _comps, (UIntPtr)nc, _recs, (UIntPtr)_cap, 0, &got);
+                        int flushed = SubmitPending();
+                        batch.struct_size = (uint)sizeof(spot_batch);
+                        s = Native.spot_session_batch(session, 0, &batch);
                         Interlocked.Increment(ref Transitions);
-                        if (s != 0)
-                        {
-                            string msg = Native.LastError();
-                            if (Disposed) throw new ObjectDisposedException("SpotTimer.Runtime");
-                            throw SpotTimerException.From(s, msg);
-                        }
-                        int count = (int)(ulong)got;
-                        if (count == 0 && nc == 0) break;
-                        int ncOut = 0;
-                        ProcessBatch(_recs, count, _comps, ref ncOut, _compCap);
+                        if (s != 0) throw PumpError(s);
+                        int count = (int)(ulong)batch.count;
+                        // Nothing arrived and nothing was sent (this call sends the outcomes of
+                        // the previous batch, which may make more due): done.
+                        if (count == 0 && last == 0 && flushed == 0) break;
+                        ProcessSessionBatch(&batch);
                         FreeReleased();
-                        _compCount = ncOut;
+                        last = count;
                         if (Disposed) break;
-                        if (count == 0 && ncOut == 0 && _pending.IsEmpty) break;
                     }
                 }
                 finally
                 {
+                    if (session != 0) Native.spot_session_free(session);
                     t_dispatching = null;
                     Interlocked.Exchange(ref _waiting, 1);
                     if (!Disposed) FlushPending();
                 }
             }
             RunDeferredDispose();
+        }
+
+        Exception PumpError(int status)
+        {
+            string msg = Native.LastError();
+            if (Disposed) return new ObjectDisposedException("SpotTimer.Runtime");
+            return SpotTimerException.From(status, msg);
         }
 
         /// <summary>Dispose called from a handler on the delivering thread: the native free waits
@@ -134,81 +152,116 @@ namespace SpotTimer
             return true;
         }
 
-        void DrainPending()
+        /// <summary>Submits the queued async completions (spot_complete, batched) whoever else
+        /// flushes; returns how many. Manual clock, on the pumping thread.</summary>
+        int SubmitPending()
         {
-            spot_completion c;
-            while (_compCount < _compCap && _pending.TryDequeue(out c)) _comps[_compCount++] = c;
+            int total = 0;
+            spot_completion* buf = stackalloc spot_completion[256];
+            while (true)
+            {
+                int n = 0;
+                spot_completion c;
+                while (n < 256 && _pending.TryDequeue(out c)) buf[n++] = c;
+                if (n == 0) return total;
+                Native.spot_complete(Raw, buf, (UIntPtr)n);
+                Interlocked.Increment(ref Transitions);
+                total += n;
+            }
         }
 
-        /// <summary>Runs one batch. Tick records: re-check the generation through live_word (one atomic
-        /// load, no P/Invoke), then run the handler. Completions go to <paramref name="comps"/>.</summary>
+        /// <summary>Runs one batch of a session. Each record whose outcome cell is still pending
+        /// (a blocking cancel on this thread completes the cancelled timer's later records and
+        /// writes their cells) gets the position, then its outcome: the library completes the
+        /// batch from the cells at the next call, no call per record.</summary>
+        void ProcessSessionBatch(spot_batch* b)
+        {
+            var prevDispatching = t_dispatching;
+            t_dispatching = this;
+            _batchNowStamp = 0; // one clock read per batch, at its first start check
+            spot_record* recs = (spot_record*)b->records;
+            uint* outcomes = (uint*)b->outcomes;
+            UIntPtr* position = (UIntPtr*)b->position;
+            int n = (int)(ulong)b->count;
+            try
+            {
+                for (int i = 0; i < n; i++)
+                {
+                    // Records left pending complete as not started with the session's next call.
+                    if (Disposed) break;
+                    if (outcomes[i] != C.BATCH_PENDING) continue;
+                    *position = (UIntPtr)i;
+                    uint outcome = RunRecord(recs + i);
+                    if (outcome != C.BATCH_PENDING) outcomes[i] = outcome;
+                }
+            }
+            finally
+            {
+                t_dispatching = prevDispatching;
+            }
+        }
+
+        /// <summary>Runs one batch of the batch callback (callback mode); completions go to
+        /// <paramref name="comps"/>.</summary>
         void ProcessBatch(spot_record* recs, int n, spot_completion* comps, ref int nc, int compCap)
         {
             var prevDispatching = t_dispatching;
             t_dispatching = this;
             _batchNowStamp = 0; // one clock read per batch, at its first start check
-            if (_handled.Length < n) _handled = new bool[n];
-            _curBatch = recs; _curN = n;
             try
             {
                 for (int i = 0; i < n; i++)
                 {
-                    _curIndex = i;
-                    if (Disposed && !_callback) break;
                     spot_record* r = recs + i;
-                    if (r->kind == C.RECORD_CANCEL_DONE)
-                    {
-                        CancelDone(r->tag, r->status, r->end_reason);
-                        continue;
-                    }
-                    if (r->kind != C.RECORD_TICK) continue;
-                    if (_handled[i]) { _handled[i] = false; continue; }
-                    if (nc >= compCap) { FlushBuffer(comps, ref nc); }
-                    ulong token = r->token;
-                    // A record in hand names a live handle (see TimerState).
-                    var st = r->user_data == IntPtr.Zero ? null
-                        : GCHandle.FromIntPtr(r->user_data).Target as TimerState;
-                    if (st == null || st.Core != this || (st.Sync != null && !TryStart(r)))
-                    {
-                        comps[nc].token = token; comps[nc].outcome = C.OUTCOME_NOT_STARTED; comps[nc].reserved = 0; nc++;
-                        continue;
-                    }
-                    var tick = new Tick(st, r->owner_id, r->key, (long)r->delivery_index,
-                                        (long)r->scheduled_index, (long)r->skipped_ticks);
-                    Action<Tick> sync = st.Sync;
-                    if (sync != null)
-                    {
-                        uint outcome = C.OUTCOME_OK;
-                        t_currentTimer = st;
-                        _compCountRef = nc;
-                        _compsRef = comps;
-                        try { sync(tick); }
-                        catch (Exception e) { outcome = C.OUTCOME_FAILED; RaiseFailed(st, tick, e); }
-                        finally { t_currentTimer = null; }
-                        nc = _compCountRef; // a helping cancel may have flushed the buffer
-                        _compsRef = null;
-                        comps[nc].token = token; comps[nc].outcome = outcome; comps[nc].reserved = 0; nc++;
-                    }
-                    else if (st.Async != null || st.AsyncToken != null)
-                    {
-                        StartAsync(st, tick, token, r->live_word, r->live_value, r->started_value, r->lease_word);
-                    }
-                    else
-                    {
-                        comps[nc].token = token; comps[nc].outcome = C.OUTCOME_NOT_STARTED; comps[nc].reserved = 0; nc++;
-                    }
+                    uint outcome = RunRecord(r);
+                    if (outcome == C.BATCH_PENDING || outcome == C.BATCH_KEPT) continue;
+                    if (nc >= compCap) FlushBuffer(comps, ref nc);
+                    comps[nc].token = r->token; comps[nc].outcome = outcome; comps[nc].reserved = 0; nc++;
                 }
             }
             finally
             {
-                _curBatch = null; _curN = 0;
                 t_dispatching = prevDispatching;
             }
         }
 
-        // The completion buffer of the batch in progress, for a helping cancel (see CancelBlocking).
-        int _compCountRef;
-        spot_completion* _compsRef;
+        /// <summary>Runs one record. A cancel notice resolves its waiter; a tick is re-checked
+        /// through live_word (one atomic compare-and-swap, no P/Invoke) and its handler run.
+        /// Returns the tick's outcome (SPOT_OUTCOME_*), BATCH_KEPT for a tick handed to an async
+        /// handler (completed through the pending queue when its Task ends), or BATCH_PENDING
+        /// for a record that takes no completion.</summary>
+        uint RunRecord(spot_record* r)
+        {
+            if (r->kind == C.RECORD_CANCEL_DONE)
+            {
+                CancelDone(r->tag, r->status, r->end_reason);
+                return C.BATCH_PENDING;
+            }
+            if (r->kind != C.RECORD_TICK) return C.BATCH_PENDING;
+            // A record in hand names a live handle (see TimerState).
+            var st = r->user_data == IntPtr.Zero ? null
+                : GCHandle.FromIntPtr(r->user_data).Target as TimerState;
+            if (st == null || st.Core != this || (st.Sync != null && !TryStart(r)))
+                return C.OUTCOME_NOT_STARTED;
+            var tick = new Tick(st, r->owner_id, r->key, (long)r->delivery_index,
+                                (long)r->scheduled_index, (long)r->skipped_ticks);
+            Action<Tick> sync = st.Sync;
+            if (sync != null)
+            {
+                uint outcome = C.OUTCOME_OK;
+                t_currentTimer = st;
+                try { sync(tick); }
+                catch (Exception e) { outcome = C.OUTCOME_FAILED; RaiseFailed(st, tick, e); }
+                finally { t_currentTimer = null; }
+                return outcome;
+            }
+            if (st.Async != null || st.AsyncToken != null)
+            {
+                StartAsync(st, tick, r->token, r->live_word, r->live_value, r->started_value, r->lease_word);
+                return C.BATCH_KEPT;
+            }
+            return C.OUTCOME_NOT_STARTED;
+        }
 
         // The runtime's clock, read through the library once per batch (and again when the
         // batch has run for a while): the lease part of the start check without a P/Invoke
@@ -235,13 +288,6 @@ namespace SpotTimer
         bool TryStart(spot_record* r)
         {
             return StartCheck(r->live_word, r->live_value, r->started_value, r->lease_word, BatchNow());
-        }
-
-        /// <summary>Whether a record the host holds could still start (nobody ended it since the
-        /// hand-over); no claim.</summary>
-        static bool StillHanded(spot_record* r)
-        {
-            return r->live_word != IntPtr.Zero && (ulong)Volatile.Read(ref *(long*)r->live_word) == r->live_value;
         }
 
         static bool StartCheck(IntPtr liveWord, ulong liveValue, ulong startedValue, IntPtr leaseWord, ulong now)

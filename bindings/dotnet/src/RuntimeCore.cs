@@ -38,15 +38,8 @@ namespace SpotTimer
         int _disposeState;          // 0 open, 1 disposing/disposed
         internal bool Disposed { get { return Volatile.Read(ref _disposeState) != 0; } }
 
-        // record + completion buffers, allocated once
+        // records per batch (exchange mode: the capacity of the delivering thread's session)
         readonly int _cap;
-        spot_record* _recs;
-        spot_completion* _comps;
-        readonly int _compCap;
-        int _compCount;
-        bool[] _handled;
-        spot_record* _curBatch;
-        int _curN, _curIndex;
 
         readonly ConcurrentQueue<spot_completion> _pending = new ConcurrentQueue<spot_completion>();
         int _waiting = 1;           // 1 while nobody will exchange soon: completers flush themselves
@@ -77,13 +70,6 @@ namespace SpotTimer
             _callback = options.Delivery == DeliveryMode.Callback;
             _inline = !_callback && options.Clock == ClockKind.Manual;
             _cap = options.BatchCapacity;
-            _compCap = _cap * 2;
-            _handled = new bool[_cap];
-        }
-
-        ~RuntimeCore()
-        {
-            FreeBuffers();
         }
 
         internal ulong Create()
@@ -99,29 +85,16 @@ namespace SpotTimer
                 cfg.callback_env = GCHandle.ToIntPtr(_selfHandle);
                 cfg.callback_finalizer = s_finalizerPtr;
             }
-            else
-            {
-                _recs = (spot_record*)Marshal.AllocHGlobal(sizeof(spot_record) * _cap);
-                _comps = (spot_completion*)Marshal.AllocHGlobal(sizeof(spot_completion) * _compCap);
-            }
             ulong id;
             int s = Native.spot_runtime_new(&cfg, &id);
             if (s != 0)
             {
                 string msg = Native.LastError();
                 if (_callback && _selfHandle.IsAllocated) _selfHandle.Free();
-                FreeBuffers();
-                GC.SuppressFinalize(this);
                 throw SpotTimerException.From(s, msg);
             }
             Raw = id;
             return id;
-        }
-
-        void FreeBuffers()
-        {
-            if (_recs != null) { Marshal.FreeHGlobal((IntPtr)_recs); _recs = null; }
-            if (_comps != null) { Marshal.FreeHGlobal((IntPtr)_comps); _comps = null; }
         }
 
         internal void AddFailed(EventHandler<HandlerFailedEventArgs> h) { lock (_idleLock) _failed += h; }
@@ -203,7 +176,7 @@ namespace SpotTimer
         }
 
         /// <summary>After the native runtime was freed: joins the dispatcher, resolves cancel waiters
-        /// whose notice can no longer arrive (with the generation's terminal result), frees buffers.</summary>
+        /// whose notice can no longer arrive (with the generation's terminal result).</summary>
         internal void EndDispose()
         {
             Thread d = _dispatcher;
@@ -215,11 +188,6 @@ namespace SpotTimer
                 if (_cancelWaiters.TryRemove(kv.Key, out w)) CompleteFromClosed(w.Tcs, w.State);
             }
             if (joined && t_dispatching != this) FreeReleased();
-            if (joined && d != Thread.CurrentThread && !Monitor.IsEntered(DeliveryLock))
-            {
-                lock (DeliveryLock) FreeBuffers();
-                GC.SuppressFinalize(this);
-            }
         }
 
         // ------------------------------------------------------------------ close and free

@@ -36,7 +36,7 @@ namespace SpotTimer
     /// <summary>How batches reach managed code.</summary>
     public enum DeliveryMode
     {
-        /// <summary>A managed dispatcher calls spot_exchange once per wakeup (real clock: a
+        /// <summary>A managed dispatcher calls spot_session_batch once per wakeup (real clock: a
         /// dedicated thread; manual clock: the thread calling Advance/Pump).</summary>
         Exchange = 0,
         /// <summary>The native scheduler thread calls a managed batch callback once per batch.</summary>

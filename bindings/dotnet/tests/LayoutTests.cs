@@ -154,6 +154,29 @@ namespace SpotTimer.Tests
         }
 
         [Test]
+        public void SpotBatch_Is40Bytes_WithTheHeaderOffsets_AndItsCellConstants()
+        {
+            // The dispatcher reads records, outcome cells and the position cell through it.
+            var native = NativeAnswers();
+            Assert.AreEqual(40, Marshal.SizeOf(typeof(spot_batch)));
+            Assert.AreEqual(40, native["sizeof spot_batch"]);
+            var offsets = new[]
+            {
+                Tuple.Create("struct_size", 0), Tuple.Create("reserved", 4), Tuple.Create("records", 8),
+                Tuple.Create("outcomes", 16), Tuple.Create("position", 24), Tuple.Create("count", 32),
+            };
+            foreach (var f in offsets)
+            {
+                Assert.AreEqual(f.Item2, Marshal.OffsetOf(typeof(spot_batch), f.Item1).ToInt64(), f.Item1);
+                Assert.AreEqual(f.Item2, native["offsetof spot_batch." + f.Item1], f.Item1);
+            }
+            Assert.AreEqual((long)uint.MaxValue, native["define SPOT_BATCH_PENDING"]);
+            Assert.AreEqual((long)uint.MaxValue - 1, native["define SPOT_BATCH_KEPT"]);
+            Assert.AreEqual(uint.MaxValue, C.BATCH_PENDING);
+            Assert.AreEqual(uint.MaxValue - 1, C.BATCH_KEPT);
+        }
+
+        [Test]
         public void EveryHeaderStructIsMirrored_WithTheSameFieldNames()
         {
             string text = File.ReadAllText(Header);
