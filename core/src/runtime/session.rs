@@ -152,13 +152,31 @@ impl<P: Clone + Send + Sync + 'static> DeliverySession<P> {
             ));
         }
         self.settle_batch();
-        // Records received for `next` and not handed out yet come first.
-        let waiting: Vec<Record<P>> = self.unread().records.drain(..).collect();
-        if waiting.is_empty() {
-            self.fetch(timeout)?;
-        }
-        let mut records = waiting;
+        // The batch's vector is reused (settling emptied it). Records received for `next`
+        // and not handed out yet come first; else the exchange writes straight into it.
+        let mut records = std::mem::take(&mut self.held.batch.records);
         records.extend(self.unread().records.drain(..));
+        if records.is_empty() {
+            let mut list = std::mem::take(&mut self.unread().completions);
+            let r = self
+                .shared
+                .exchange(&list, &mut records, self.capacity, timeout);
+            list.clear();
+            let mut unread = self.unread();
+            if unread.completions.is_empty() {
+                unread.completions = list;
+            }
+            drop(unread);
+            match r {
+                // The valid completions were applied; the bad one is not the session's to
+                // resubmit.
+                Ok(_) | Err(Error::InvalidCompletion(_)) => {}
+                Err(e) => {
+                    self.held.batch.records = records;
+                    return Err(e);
+                }
+            }
+        }
         let batch = &mut self.held.batch;
         batch.outcomes.clear();
         batch
@@ -236,11 +254,16 @@ impl<P: Clone + Send + Sync + 'static> DeliverySession<P> {
 
     /// Exchanges the collected completions for new records.
     fn fetch(&mut self, timeout: Option<Duration>) -> Result<()> {
-        let list = std::mem::take(&mut self.unread().completions);
+        let mut list = std::mem::take(&mut self.unread().completions);
         let r = self
             .shared
             .exchange(&list, &mut self.received, self.capacity, timeout);
         let mut unread = self.held.unread.borrow_mut();
+        // The list's allocation serves the next completions.
+        list.clear();
+        if unread.completions.is_empty() {
+            unread.completions = list;
+        }
         unread.records.extend(self.received.drain(..));
         match r {
             Ok(_) => Ok(()),
