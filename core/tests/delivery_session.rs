@@ -384,3 +384,81 @@ fn a_batch_record_the_host_keeps_is_completed_by_the_host_not_the_session() {
     assert_eq!(st.completed_ok, 2, "{st:?}");
     assert_eq!(st.invalid_completions, 0);
 }
+
+#[test]
+fn batch_max_takes_at_most_max_records_and_leaves_the_rest_ready() {
+    let (rt, clock, _ids) = setup(5);
+    let mut s = rt.session(16).unwrap();
+    clock.advance(ms(10));
+    rt.sync().unwrap();
+    let b = s.batch_max(Some(Duration::ZERO), 2).unwrap();
+    assert_eq!(b.records.len(), 2);
+    write(&b, 0, Outcome::Ok);
+    write(&b, 1, Outcome::Ok);
+    // A zero maximum is taken as one; one larger than the capacity as the capacity.
+    let b = s.batch_max(Some(Duration::ZERO), 0).unwrap();
+    assert_eq!(b.records.len(), 1);
+    write(&b, 0, Outcome::Ok);
+    let b = s.batch_max(Some(Duration::ZERO), 1000).unwrap();
+    assert_eq!(b.records.len(), 2, "the rest");
+    write(&b, 0, Outcome::Ok);
+    write(&b, 1, Outcome::Ok);
+    assert!(s.batch(Some(Duration::ZERO)).unwrap().records.is_empty());
+    let st = rt.stats();
+    assert_eq!(st.completed_ok, 5, "{st:?}");
+    assert_eq!(st.records_published, finished(&st));
+}
+
+#[test]
+fn batch_window_adds_records_that_came_due_within_the_window() {
+    let rt = Runtime::<u32>::new(RuntimeConfig::default()).unwrap();
+    let owner = rt
+        .acquire_owner(
+            1,
+            OwnerOptions {
+                gate: GateMode::Concurrent,
+                ..OwnerOptions::default()
+            },
+        )
+        .unwrap();
+    owner
+        .register_id(1, TimerSpec::after(ms(5)), 1, None)
+        .unwrap();
+    owner
+        .register_id(2, TimerSpec::after(ms(25)), 2, None)
+        .unwrap();
+    let mut s = rt.session(16).unwrap();
+    let b = s
+        .batch_window(Some(Duration::from_secs(5)), 16, ms(200))
+        .unwrap();
+    assert_eq!(b.records.len(), 2, "the second came due within the window");
+    write(&b, 0, Outcome::Ok);
+    write(&b, 1, Outcome::Ok);
+    drop(s);
+    assert_eq!(rt.stats().completed_ok, 2);
+    rt.close();
+}
+
+#[test]
+fn flush_sends_the_outcomes_of_the_batch_without_receiving() {
+    let (rt, clock, _ids) = setup(2);
+    let mut s = rt.session(16).unwrap();
+    clock.advance(ms(10));
+    rt.sync().unwrap();
+    let b = s.batch(Some(Duration::ZERO)).unwrap();
+    assert_eq!(b.records.len(), 2);
+    let Record::Tick(kept) = &b.records[1] else {
+        panic!()
+    };
+    let kept = kept.clone();
+    write(&b, 0, Outcome::Ok);
+    b.outcomes[1].set(BATCH_KEPT);
+    s.flush().unwrap();
+    let st = rt.stats();
+    assert_eq!(st.completed_ok, 1, "sent at once: {st:?}");
+    rt.complete(&[kept.complete(Outcome::Ok)]).unwrap();
+    s.flush().unwrap();
+    assert!(s.batch(Some(Duration::ZERO)).unwrap().records.is_empty());
+    let st = rt.stats();
+    assert_eq!((st.completed_ok, st.invalid_completions), (2, 0), "{st:?}");
+}

@@ -146,6 +146,25 @@ impl<P: Clone + Send + Sync + 'static> DeliverySession<P> {
     /// `Error::Closed` once the runtime closed and nothing is left; `Error::InvalidArgument`
     /// while a tick of [`DeliverySession::next`] is not completed.
     pub fn batch(&mut self, timeout: Option<Duration>) -> Result<Batch<'_, P>> {
+        self.batch_window(timeout, self.capacity, Duration::ZERO)
+    }
+
+    /// [`DeliverySession::batch`] taking at most `max` records from this exchange (clamped
+    /// to `1..=capacity`): a host that sizes its batches by their expected run time.
+    pub fn batch_max(&mut self, timeout: Option<Duration>, max: usize) -> Result<Batch<'_, P>> {
+        self.batch_window(timeout, max, Duration::ZERO)
+    }
+
+    /// [`DeliverySession::batch_max`] with a window: when the exchange returned some records
+    /// but fewer than `max`, waits `window` and adds the records that came due meanwhile
+    /// (without waiting again) to the same batch.
+    pub fn batch_window(
+        &mut self,
+        timeout: Option<Duration>,
+        max: usize,
+        window: Duration,
+    ) -> Result<Batch<'_, P>> {
+        let max = max.clamp(1, self.capacity);
         if self.current.is_some() {
             return Err(Error::InvalidArgument(
                 "complete the tick the session handed out (done) before asking for a batch".into(),
@@ -158,10 +177,20 @@ impl<P: Clone + Send + Sync + 'static> DeliverySession<P> {
         records.extend(self.unread().records.drain(..));
         if records.is_empty() {
             let mut list = std::mem::take(&mut self.unread().completions);
-            let r = self
-                .shared
-                .exchange(&list, &mut records, self.capacity, timeout);
+            let mut r = self.shared.exchange(&list, &mut records, max, timeout);
             list.clear();
+            if r.is_ok() && !window.is_zero() && !records.is_empty() && records.len() < max {
+                // Let records that come due within the window join this batch.
+                std::thread::sleep(window);
+                let room = max - records.len();
+                r = match self
+                    .shared
+                    .exchange(&[], &mut records, room, Some(Duration::ZERO))
+                {
+                    Err(Error::Closed) => Ok(0),
+                    other => other,
+                };
+            }
             let mut unread = self.unread();
             if unread.completions.is_empty() {
                 unread.completions = list;
@@ -195,6 +224,29 @@ impl<P: Clone + Send + Sync + 'static> DeliverySession<P> {
             outcomes: &held.batch.outcomes,
             position: &held.batch.position,
         })
+    }
+
+    /// Completes the batch handed out last from its outcome cells and sends every collected
+    /// completion now, without receiving (a host that returns to an event loop between
+    /// batches). `Error::InvalidArgument` while a tick of [`DeliverySession::next`] is not
+    /// completed.
+    pub fn flush(&mut self) -> Result<()> {
+        if self.current.is_some() {
+            return Err(Error::InvalidArgument(
+                "complete the tick the session handed out (done) before flushing".into(),
+            ));
+        }
+        self.settle_batch();
+        let mut list = std::mem::take(&mut self.unread().completions);
+        if !list.is_empty() && !self.shared.is_closed() {
+            submit(&self.shared, &list);
+        }
+        list.clear();
+        let mut unread = self.unread();
+        if unread.completions.is_empty() {
+            unread.completions = list;
+        }
+        Ok(())
     }
 
     /// The next record to act on: a tick whose start is already checked and claimed (run
