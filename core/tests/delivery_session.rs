@@ -445,7 +445,10 @@ fn flush_sends_the_outcomes_of_the_batch_without_receiving() {
     let mut s = rt.session(16).unwrap();
     clock.advance(ms(10));
     rt.sync().unwrap();
-    let b = s.batch(Some(Duration::ZERO)).unwrap();
+    let n = s.batch(Some(Duration::ZERO)).unwrap().records.len();
+    assert_eq!(n, 2);
+    // The same batch, read again.
+    let b = s.last_batch();
     assert_eq!(b.records.len(), 2);
     let Record::Tick(kept) = &b.records[1] else {
         panic!()

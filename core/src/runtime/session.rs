@@ -226,6 +226,17 @@ impl<P: Clone + Send + Sync + 'static> DeliverySession<P> {
         })
     }
 
+    /// The batch handed out last, its cells as they are now (empty once the next call
+    /// settled it): for a host that reads it again after waiting detached.
+    pub fn last_batch(&self) -> Batch<'_, P> {
+        let batch = &self.held.batch;
+        Batch {
+            records: &batch.records,
+            outcomes: &batch.outcomes,
+            position: &batch.position,
+        }
+    }
+
     /// Completes the batch handed out last from its outcome cells and sends every collected
     /// completion now, without receiving (a host that returns to an event loop between
     /// batches). `Error::InvalidArgument` while a tick of [`DeliverySession::next`] is not
