@@ -2,8 +2,9 @@
 //! batch: per record the T1 re-check (`Runtime::begin`), the handler call and the
 //! completion, which goes back with the next exchange. One GIL entry per batch.
 
+use std::cell::RefCell;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use pyo3::exceptions::PyException;
@@ -11,7 +12,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyList, PyTuple};
 
-use spot_timer_core::{Error, Outcome, Record};
+use spot_timer_core::{DeliverySession, Error, Outcome, Record, BATCH_KEPT, BATCH_PENDING};
 
 use crate::errors::{end_result_tuple, py_error, to_py};
 use crate::inner::{Inner, MODE_ASYNCIO, MODE_MANUAL, SLICE};
@@ -127,13 +128,136 @@ pub struct Limits {
     pub budget_ns: u64,
 }
 
+/// `&mut` across `py.detach`: the closure runs on the calling thread, which owns the session.
+struct OnThisThread<T>(T);
+// SAFETY: `Python::detach` runs its closure synchronously on the calling thread, so the
+// thread-bound session never leaves the thread that owns it.
+unsafe impl<T> Send for OnThisThread<T> {}
+
+/// One thread's session over one runtime.
+struct Slot {
+    runtime: u64,
+    inner: Weak<Inner>,
+    /// `None` while a pump on this thread uses it (a nested pump makes its own).
+    session: Option<DeliverySession<u64>>,
+    capacity: usize,
+}
+
+thread_local! {
+    /// The sessions of this thread, one per runtime it delivers for: made by its first
+    /// pump, dropped when the runtime closes (on this thread, or noticed at a later pump)
+    /// or when the thread ends (a session completes what it still holds as it goes).
+    static SESSIONS: RefCell<Vec<Slot>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Takes this thread's session for `inner` out of the map (made when there is none).
+/// True with it: a nested pump's own session, dropped when that pump ends.
+fn take_session(
+    inner: &Arc<Inner>,
+    capacity: usize,
+) -> Result<(DeliverySession<u64>, bool), Error> {
+    enum Found {
+        Free(DeliverySession<u64>),
+        Busy,
+        /// Too small for this pump: dropped (outside the borrow), a bigger one is made.
+        Small(Slot),
+        Missing,
+    }
+    let found = SESSIONS.with(|m| {
+        let mut m = m.borrow_mut();
+        let Some(at) = m.iter().position(|s| s.runtime == inner.id) else {
+            return Found::Missing;
+        };
+        if m[at].session.is_none() {
+            return Found::Busy;
+        }
+        if m[at].capacity < capacity {
+            return Found::Small(m.swap_remove(at));
+        }
+        match m[at].session.take() {
+            Some(s) => Found::Free(s),
+            None => Found::Busy,
+        }
+    });
+    match found {
+        Found::Free(session) => return Ok((session, false)),
+        // A pump on this thread is using it: a nested pump gets a session of its own.
+        Found::Busy => return Ok((inner.rt.session(capacity)?, true)),
+        Found::Small(slot) => drop(slot),
+        Found::Missing => {}
+    }
+    let session = inner.rt.session(capacity)?;
+    let dead = SESSIONS.with(|m| {
+        let mut m = m.borrow_mut();
+        // Sessions of runtimes that closed or went away meanwhile go now.
+        let mut dead = Vec::new();
+        let mut i = 0;
+        while i < m.len() {
+            let gone = m[i]
+                .inner
+                .upgrade()
+                .is_none_or(|other| other.rt.is_closed());
+            if gone && m[i].session.is_some() {
+                dead.push(m.swap_remove(i));
+            } else {
+                i += 1;
+            }
+        }
+        m.push(Slot {
+            runtime: inner.id,
+            inner: Arc::downgrade(inner),
+            session: None,
+            capacity,
+        });
+        dead
+    });
+    drop(dead);
+    Ok((session, false))
+}
+
+/// Puts the session back after a pump (drops it once the runtime closed).
+fn return_session(inner: &Inner, session: DeliverySession<u64>) {
+    let closed = inner.rt.is_closed();
+    let spare = SESSIONS.with(|m| {
+        let mut m = m.borrow_mut();
+        let at = m.iter().position(|s| s.runtime == inner.id);
+        match at {
+            Some(at) if m[at].session.is_none() && !closed => {
+                m[at].session = Some(session);
+                None
+            }
+            Some(at) if closed => {
+                let slot = m.swap_remove(at);
+                Some((Some(session), slot.session))
+            }
+            _ => Some((Some(session), None)),
+        }
+    });
+    drop(spare);
+}
+
+/// Drops this thread's session for runtime `id` (the runtime closed).
+pub fn drop_session(id: u64) {
+    let slot = SESSIONS.with(|m| {
+        let mut m = m.borrow_mut();
+        let at = m.iter().position(|s| s.runtime == id)?;
+        Some(m.swap_remove(at))
+    });
+    drop(slot);
+}
+
 /// One exchange and the batch it returned. Returns `None` once the runtime is closed,
 /// else `(records, extras, pending_completions)` where `extras` is `None` or a list of
 /// `(0, token, generation, coroutine, tick)` (a coroutine handler to run; asyncio mode) and
 /// `(1, tag, ok, value)` (a cancel notice).
+///
+/// The records come from this thread's delivery session (`DeliverySession::batch_window`):
+/// it sends the outcomes of the previous batch with the exchange, start-checks nothing
+/// itself (`Runtime::begin` does, right before each handler), and lets a blocking cancel on
+/// this thread complete the records of the batch it would otherwise wait for.
 pub fn pump<'py>(
     py: Python<'py>,
-    inner: &Inner,
+    inner: &Arc<Inner>,
     timeout_ns: Option<u64>,
     limits: Limits,
     flush: bool,
@@ -143,85 +267,112 @@ pub fn pump<'py>(
         budget_ns,
         ..
     } = limits;
-    let max_records = inner.batch_limit(limits.max_records, budget_ns);
+    let capacity = limits.max_records.max(1);
+    // With several dispatchers a worker takes one record at a time, so that a handler that
+    // blocks holds up nothing but its own worker.
+    let max_records = if inner.dispatchers.load(Ordering::Relaxed) > 1 {
+        1
+    } else {
+        inner.batch_limit(capacity, budget_ns)
+    };
     inner.purge(py);
     let mode = inner.mode.load(Ordering::Relaxed);
     let allow_coroutines = mode == MODE_ASYNCIO;
     let me = std::thread::current().id();
-    let (mut completions, have_backlog, mut out) = inner.state.with(py, |st| {
-        // (Manual mode lets every thread help; the list stays the workers or the loop.)
+    let async_done = inner.state.with(py, |st| {
+        // (Manual mode lets every thread cancel as a delivering thread; the list stays the
+        // workers or the loop.)
         if mode != MODE_MANUAL && !st.delivery_threads.contains(&me) {
             st.delivery_threads.push(me);
         }
-        let spare = std::mem::take(&mut st.spare_completions);
-        (
-            std::mem::replace(&mut st.completions, spare),
-            !st.backlog.is_empty(),
-            std::mem::take(&mut st.out),
-        )
+        std::mem::take(&mut st.completions)
     });
-    let deadline = timeout_ns.map(|t| Instant::now() + Duration::from_nanos(t));
-    if have_backlog {
-        // Hand in the completions, but don't wait: the backlog is work to do now.
-        let r = if completions.is_empty() {
-            Ok(())
-        } else {
-            py.detach(|| inner.rt.complete(&completions))
-        };
-        completions.clear();
-        if let Err(e) = r {
-            if e != Error::Closed {
-                return Err(to_py(py, e));
-            }
-        }
-    } else {
-        loop {
-            let slice = match deadline {
-                None => SLICE,
-                Some(d) => d.saturating_duration_since(Instant::now()).min(SLICE),
-            };
-            let r = if completions.is_empty() && slice.is_zero() {
-                inner.rt.exchange(&[], &mut out, max_records, Some(slice))
-            } else {
-                py.detach(|| {
-                    let r = inner
-                        .rt
-                        .exchange(&completions, &mut out, max_records, Some(slice));
-                    if window_ns > 0 && !out.is_empty() && out.len() < max_records {
-                        // Let records that come due within the window join this batch.
-                        std::thread::sleep(Duration::from_nanos(window_ns));
-                        let room = max_records - out.len();
-                        let _ = inner.rt.exchange(&[], &mut out, room, Some(Duration::ZERO));
-                    }
-                    r
-                })
-            };
-            match r {
-                Ok(_) => {}
-                Err(Error::Closed) => return Ok(None),
-                // A stale token is skipped and counted by the core; the rest were applied.
-                Err(Error::InvalidCompletion(_)) => {}
-                Err(e) => return Err(to_py(py, e)),
-            }
-            completions.clear();
-            if !out.is_empty() || deadline.is_some_and(|d| Instant::now() >= d) {
-                break;
-            }
-            py.check_signals()?;
+    if !async_done.is_empty() {
+        // Coroutine handlers that finished: their records were kept out of the batches.
+        match py.detach(|| inner.rt.complete(&async_done)) {
+            Ok(()) | Err(Error::Closed) | Err(Error::InvalidCompletion(_)) => {}
+            Err(e) => return Err(to_py(py, e)),
         }
     }
-    completions.clear();
-    inner.state.with(py, |st| {
-        st.backlog.extend(out.drain(..));
-        st.out = out;
-        st.spare_completions = completions;
-    });
+    let (mut session, nested) = match take_session(inner, capacity) {
+        Ok(s) => s,
+        Err(Error::Closed) => return Ok(None),
+        Err(e) => return Err(to_py(py, e)),
+    };
+    let r = run_batch(
+        py,
+        inner,
+        &mut session,
+        timeout_ns,
+        max_records,
+        window_ns,
+        budget_ns,
+        allow_coroutines,
+        flush,
+    );
+    if nested {
+        drop(session);
+    } else {
+        return_session(inner, session);
+    }
+    inner.purge(py);
+    r
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_batch<'py>(
+    py: Python<'py>,
+    inner: &Inner,
+    session: &mut DeliverySession<u64>,
+    timeout_ns: Option<u64>,
+    max_records: usize,
+    window_ns: u64,
+    budget_ns: u64,
+    allow_coroutines: bool,
+    flush: bool,
+) -> PyResult<PumpResult<'py>> {
+    let deadline = timeout_ns.map(|t| Instant::now() + Duration::from_nanos(t));
+    let window = Duration::from_nanos(window_ns);
+    loop {
+        let slice = match deadline {
+            None => SLICE,
+            Some(d) => d.saturating_duration_since(Instant::now()).min(SLICE),
+        };
+        // Outcomes of the last batch to send, or a wait: detached.
+        let r = if slice.is_zero() && session.last_batch().records.is_empty() {
+            session
+                .batch_window(Some(slice), max_records, window)
+                .map(|b| b.records.len())
+        } else {
+            let s = OnThisThread(&mut *session);
+            py.detach(move || {
+                let s = s;
+                s.0.batch_window(Some(slice), max_records, window)
+                    .map(|b| b.records.len())
+            })
+        };
+        match r {
+            Ok(n) if n > 0 => break,
+            Ok(_) => {}
+            Err(Error::Closed) => return Ok(None),
+            Err(e) => return Err(to_py(py, e)),
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            break;
+        }
+        py.check_signals()?;
+    }
+    let batch = session.last_batch();
     let mut extras: Option<Bound<'py, PyList>> = None;
     let mut processed = 0usize;
+    let mut sent = 0usize;
     let started = Instant::now();
-    loop {
-        let rec = inner.state.with(py, |st| st.backlog.pop_front());
-        let Some(rec) = rec else { break };
+    for (i, rec) in batch.records.iter().enumerate() {
+        // A blocking cancel on this thread completed it already.
+        if batch.outcomes[i].get() != BATCH_PENDING {
+            continue;
+        }
+        batch.position.set(i);
         processed += 1;
         match rec {
             Record::Tick(t) => {
@@ -234,7 +385,7 @@ pub fn pump<'py>(
                 });
                 let outcome = match handler {
                     None => Outcome::NotStarted,
-                    Some(_) if !inner.rt.begin(&t) => Outcome::NotStarted,
+                    Some(_) if !inner.rt.begin(t) => Outcome::NotStarted,
                     Some(h) => {
                         let tk = t.tick();
                         let tick = PyTick {
@@ -253,6 +404,8 @@ pub fn pump<'py>(
                                     if allow_coroutines {
                                         let generation = t.timer_id().generation;
                                         inner.async_inflight.lock().insert(generation);
+                                        // Completed by `complete_async` when it finishes.
+                                        batch.outcomes[i].set(BATCH_KEPT);
                                         let item = (0u8, t.token(), generation, res, &tick)
                                             .into_pyobject(py)?;
                                         extras
@@ -277,9 +430,11 @@ pub fn pump<'py>(
                             Err(err) => {
                                 let fatal = !err.is_instance_of::<PyException>(py);
                                 if fatal {
-                                    // KeyboardInterrupt / SystemExit: the tick failed,
-                                    // the rest of the batch waits for the next pump.
-                                    inner.push_completion(py, t.complete(Outcome::Failed));
+                                    // KeyboardInterrupt / SystemExit: the tick failed; the
+                                    // rest of the batch did not start (completed as not
+                                    // started with this thread's next pump, the ticks still
+                                    // due come back in it).
+                                    batch.outcomes[i].set(Outcome::Failed as u32);
                                     return Err(err);
                                 }
                                 report(py, inner, err, &tick);
@@ -288,7 +443,8 @@ pub fn pump<'py>(
                         }
                     }
                 };
-                inner.push_completion(py, t.complete(outcome));
+                batch.outcomes[i].set(outcome as u32);
+                sent += 1;
             }
             Record::CancelDone(n) => {
                 let res = end_result_tuple(py, n.result.clone())?;
@@ -311,19 +467,14 @@ pub fn pump<'py>(
         inner.observe_batch(processed, started.elapsed());
     }
     let pending = if flush {
-        let c = inner
-            .state
-            .with(py, |st| std::mem::take(&mut st.completions));
-        match inner.rt.complete(&c) {
-            // A stale token is skipped and counted by the core; the rest were applied.
-            Ok(()) | Err(Error::Closed) | Err(Error::InvalidCompletion(_)) => {}
+        match session.flush() {
+            Ok(()) | Err(Error::Closed) => {}
             Err(e) => return Err(to_py(py, e)),
         }
         0
     } else {
-        inner.state.with(py, |st| st.completions.len())
+        sent + inner.state.with(py, |st| st.completions.len())
     };
-    inner.purge(py);
     Ok(Some((processed, extras, pending)))
 }
 

@@ -3,8 +3,8 @@
 //! that deliver its records. Data only: it imports none of the Python-facing classes, which
 //! all import it.
 
-use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::ThreadId;
 use std::time::Duration;
@@ -12,7 +12,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use pyo3::prelude::*;
 
-use spot_timer_core::{Completion, Error, Outcome, Record, Runtime};
+use spot_timer_core::{Completion, Runtime};
 
 use crate::gil_cell::GilCell;
 use crate::objects::PyObjects;
@@ -33,22 +33,19 @@ const ASSUMED_RECORD_NS: u64 = 1_000;
 
 #[derive(Default)]
 pub struct DispatchState {
-    /// Completions waiting for the next exchange.
+    /// Completions of coroutine handlers that finished (asyncio mode), sent by the next
+    /// pump; the records of a batch complete through the thread's delivery session.
     pub completions: Vec<Completion>,
-    /// Records received but not yet started (the rest of the current batch, and records a
-    /// blocking cancel pulled in early).
-    pub backlog: VecDeque<Record<u64>>,
     /// The threads that deliver records (dispatcher workers or the event-loop thread).
     pub delivery_threads: Vec<ThreadId>,
-    /// The exchange's record buffer, kept between calls: a batch of 20,000 records is
-    /// megabytes, and freeing it on every call raises glibc's mmap threshold, after which
-    /// the next copies stay resident in the heap (RSS growing round after round).
-    pub out: Vec<Record<u64>>,
-    /// An empty completion list with its capacity, for the same reason.
-    pub spare_completions: Vec<Completion>,
 }
 
+/// Ids of `Inner`s (the key of a thread's delivery sessions), never reused.
+pub static NEXT_INNER_ID: AtomicU64 = AtomicU64::new(1);
+
 pub struct Inner {
+    /// Unique per process (see [`NEXT_INNER_ID`]).
+    pub id: u64,
     pub rt: Runtime<u64>,
     /// Handlers (and the exception handler): attached threads only.
     pub objects: GilCell<PyObjects>,
@@ -70,6 +67,8 @@ pub struct Inner {
     /// Recent wall time per record of a batch, in ns (0: none timed yet); shared by the
     /// runtime's delivering threads. An estimate: concurrent updates may overwrite each other.
     pub record_ns: AtomicU64,
+    /// Dispatcher handles made (`workers=N` makes N).
+    pub dispatchers: AtomicUsize,
 }
 
 impl Inner {
@@ -99,47 +98,9 @@ impl Inner {
         self.state.with(py, |st| st.delivery_threads.contains(&me))
     }
 
-    /// Records a completion for the next exchange.
+    /// Records a coroutine handler's completion for the next pump.
     pub fn push_completion(&self, py: Python<'_>, c: Completion) {
         self.state.with(py, |st| st.completions.push(c));
-    }
-
-    /// Called by a blocking cancel on a thread that delivers this runtime's records: hands
-    /// in the completions it still holds and pulls the waiting records into the backlog,
-    /// completing the ones that went stale, so the cancel does not wait for this thread.
-    pub fn help(&self, py: Python<'_>) -> Result<(), Error> {
-        let completions = self
-            .state
-            .with(py, |st| std::mem::take(&mut st.completions));
-        let mut out = Vec::new();
-        let r = py.detach(|| {
-            self.rt
-                .exchange(&completions, &mut out, 1 << 20, Some(Duration::ZERO))
-        });
-        match r {
-            // A stale token is skipped and counted by the core; the rest were applied.
-            Ok(_) | Err(Error::Closed) | Err(Error::InvalidCompletion(_)) => {}
-            Err(e) => return Err(e),
-        }
-        let mut stale = Vec::new();
-        self.state.with(py, |st| {
-            st.backlog.extend(out);
-            st.backlog.retain(|rec| match rec {
-                Record::Tick(t) => {
-                    if !self.rt.startable(t) {
-                        stale.push(t.complete(Outcome::NotStarted));
-                        false
-                    } else {
-                        true
-                    }
-                }
-                Record::CancelDone(_) => true,
-            });
-        });
-        if !stale.is_empty() {
-            let _ = self.rt.complete(&stale);
-        }
-        Ok(())
     }
 
     pub fn is_closed(&self) -> bool {

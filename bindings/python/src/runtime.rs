@@ -1,7 +1,7 @@
 //! `spot_timer._native.Runtime` (wrapped by the package's `Runtime`) and `ManualClock`.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,7 +19,7 @@ use spot_timer_core::{
 use crate::dispatch::{pump, NativeDispatcher, PumpResult};
 use crate::errors::to_py;
 use crate::gil_cell::GilCell;
-use crate::inner::{DispatchState, Inner, AUTO_KEY_BASE, MODE_MANUAL};
+use crate::inner::{DispatchState, Inner, AUTO_KEY_BASE, MODE_MANUAL, NEXT_INNER_ID};
 use crate::objects::PyObjects;
 use crate::owner::NativeOwner;
 
@@ -113,6 +113,7 @@ impl NativeRuntime {
         .map_err(|e| to_py(py, e))?;
         Ok(Self {
             inner: Arc::new(Inner {
+                id: NEXT_INNER_ID.fetch_add(1, Ordering::Relaxed),
                 rt,
                 objects: GilCell::new(PyObjects::default()),
                 releases,
@@ -123,6 +124,7 @@ impl NativeRuntime {
                 mode: AtomicU8::new(MODE_MANUAL),
                 host: Mutex::new(None),
                 record_ns: AtomicU64::new(0),
+                dispatchers: AtomicUsize::new(0),
             }),
         })
     }
@@ -228,6 +230,7 @@ impl NativeRuntime {
     /// A handle for the dispatcher thread: pumps this runtime without holding a Python
     /// reference to it (so the runtime and the handlers it holds stay collectable).
     fn dispatcher(&self) -> NativeDispatcher {
+        self.inner.dispatchers.fetch_add(1, Ordering::Relaxed);
         NativeDispatcher {
             inner: self.inner.clone(),
         }
@@ -267,7 +270,9 @@ impl NativeRuntime {
         let inner = self.inner.clone();
         // Joins the scheduler thread (which may run Python release hooks): detached.
         py.detach(move || inner.rt.close());
-        self.inner.state.with(py, |st| st.backlog.clear());
+        // This thread's session goes (its records were abandoned with the close); other
+        // threads drop theirs at their next pump or when they end.
+        crate::dispatch::drop_session(self.inner.id);
         self.inner.async_inflight.lock().clear();
         // Every generation ended; drop their Python objects.
         self.inner.ended.lock().clear();

@@ -88,14 +88,12 @@ impl NativeTimer {
     /// The cancel on the event-loop thread of an asyncio-mode runtime: requests the end,
     /// completes this thread's records that went stale, and reports the result if that
     /// ended the generation; never waits.
-    fn cancel_on_loop(&self, py: Python<'_>) -> PyResult<Option<EndResult>> {
+    fn cancel_on_loop(&self) -> PyResult<Option<EndResult>> {
         let inner = &*self.inner;
+        // (The cancel itself completes what this thread's delivery session holds of it.)
         match inner.rt.cancel_timer(self.id(), Some(Duration::ZERO)) {
             Err(Error::Timeout) | Err(Error::WouldDeadlock) => {}
             other => return Ok(Some(other)),
-        }
-        if let Err(e) = inner.help(py) {
-            return Ok(Some(Err(e)));
         }
         Ok(inner.rt.timer_result(self.id()))
     }
@@ -111,12 +109,9 @@ impl NativeTimer {
             // Its coroutine runs on this very event-loop thread.
             return Ok(Err(Error::WouldDeadlock));
         }
+        // Each try also hands in what this thread's delivery session holds (the core's
+        // help for a blocking cancel on a delivering thread).
         loop {
-            if inner.may_help(py) {
-                if let Err(e) = inner.help(py) {
-                    return Ok(Err(e));
-                }
-            }
             let slice = match deadline {
                 None => SLICE,
                 Some(d) => d.saturating_duration_since(Instant::now()).min(SLICE),
@@ -212,7 +207,7 @@ impl NativeTimer {
     fn cancel(&self, py: Python<'_>, timeout: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
         let timeout_ns = opt_nanos(py, timeout, "timeout")?;
         if self.inner.mode.load(Ordering::Relaxed) == MODE_ASYNCIO && self.inner.may_help(py) {
-            let r = self.cancel_on_loop(py);
+            let r = self.cancel_on_loop();
             self.kick_loop(py)?;
             return match r? {
                 Some(r) => self.end_reason(py, r),
