@@ -145,6 +145,44 @@ impl<T> Out<T> {
     }
 }
 
+/// A caller's text buffer, the convention of every function that returns text: `buf` of
+/// `cap` bytes receives the text NUL-terminated (cut to `cap - 1` bytes), `*out_len` its
+/// full length without the NUL (`>= cap`: the text was cut).
+pub(crate) struct TextOut {
+    buf: *mut c_char,
+    cap: usize,
+    len: Out<usize>,
+}
+
+impl TextOut {
+    /// # Safety
+    /// When non-null, `buf` must be valid for writing `cap` bytes and `out_len` for a
+    /// `usize`.
+    pub unsafe fn new(buf: *mut c_char, cap: usize, out_len: *mut usize) -> FfiResult<Self> {
+        let len = Out::new(out_len, "out_len")?;
+        if buf.is_null() {
+            return Err(Failure::new(SPOT_E_NULL_ARGUMENT, "`buf` must not be NULL"));
+        }
+        if cap == 0 {
+            return Err(Failure::new(
+                SPOT_E_INVALID_ARGUMENT,
+                "`cap` must be at least 1",
+            ));
+        }
+        Ok(Self { buf, cap, len })
+    }
+
+    pub fn write(self, text: &str) {
+        let n = text.len().min(self.cap - 1);
+        // SAFETY: checked non-null; the caller promised `cap` writable bytes.
+        unsafe {
+            std::ptr::copy_nonoverlapping(text.as_ptr(), self.buf as *mut u8, n);
+            *self.buf.add(n) = 0;
+        }
+        self.len.write(text.len());
+    }
+}
+
 /// An output array of `capacity` elements.
 pub(crate) struct OutSlice<T> {
     ptr: *mut T,

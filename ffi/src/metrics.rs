@@ -3,7 +3,7 @@
 
 use std::ffi::{c_char, CStr};
 
-use crate::boundary::{boundary, Failure, Out};
+use crate::boundary::{boundary, Failure, Out, TextOut};
 use crate::handles;
 use crate::status::*;
 
@@ -51,16 +51,7 @@ pub unsafe extern "C" fn spot_prometheus(
     out_len: *mut usize,
 ) -> spot_status {
     boundary("spot_prometheus", || {
-        let out_len = Out::new(out_len, "out_len")?;
-        if buf.is_null() {
-            return Err(Failure::new(SPOT_E_NULL_ARGUMENT, "`buf` must not be NULL"));
-        }
-        if cap == 0 {
-            return Err(Failure::new(
-                SPOT_E_INVALID_ARGUMENT,
-                "`cap` must be at least 1",
-            ));
-        }
+        let out = TextOut::new(buf, cap, out_len)?;
         let prefix = if prefix.is_null() {
             "spot_timer".to_string()
         } else {
@@ -77,11 +68,7 @@ pub unsafe extern "C" fn spot_prometheus(
             ));
         }
         let ffi = handles::get(rt)?;
-        let text = ffi.rt.prometheus(&prefix);
-        let n = text.len().min(cap - 1);
-        std::ptr::copy_nonoverlapping(text.as_ptr(), buf as *mut u8, n);
-        *buf.add(n) = 0;
-        out_len.write(text.len());
+        out.write(&ffi.rt.prometheus(&prefix));
         Ok(())
     })
 }

@@ -15,6 +15,7 @@ use spot_timer_core::ClockKind;
 
 use crate::boundary::{
     arg_slice, boundary, read_versioned, write_versioned, Failure, FfiResult, Out, OutSlice,
+    TextOut,
 };
 use crate::lifecycle_status::lf;
 use crate::node_handles::HandleTable;
@@ -189,22 +190,9 @@ pub unsafe extern "C" fn spot_node_address(
     out_len: *mut usize,
 ) -> spot_status {
     boundary("spot_node_address", || {
-        let out_len = Out::new(out_len, "out_len")?;
-        if buf.is_null() {
-            return Err(Failure::new(SPOT_E_NULL_ARGUMENT, "`buf` must not be NULL"));
-        }
-        if cap == 0 {
-            return Err(Failure::new(
-                SPOT_E_INVALID_ARGUMENT,
-                "`cap` must be at least 1",
-            ));
-        }
+        let out = TextOut::new(buf, cap, out_len)?;
         let n = NODES.get(node)?;
-        let text = n.node.address().map(|a| a.to_string()).unwrap_or_default();
-        let len = text.len().min(cap - 1);
-        std::ptr::copy_nonoverlapping(text.as_ptr(), buf as *mut u8, len);
-        *buf.add(len) = 0;
-        out_len.write(text.len());
+        out.write(&n.node.address().map(|a| a.to_string()).unwrap_or_default());
         Ok(())
     })
 }
