@@ -2,7 +2,7 @@
 //! a timer record), whether the owner runs its timers concurrently (no gate for them),
 //! and whether timers or hosts wait for it.
 //!
-//! Waiting timers sit in the owner's queue (`OwnerInner::waiters`). A thread that parks a
+//! Waiting timers sit in the owner's queue (`OwnerBook`). A thread that parks a
 //! timer sets `WAITERS` and then looks at the holder; a thread that releases the gate
 //! clears the holder and looks at `WAITERS`. Both are read-modify-writes of this one word,
 //! so one of the two always sees the other: no timer is left waiting at a free gate.

@@ -7,12 +7,14 @@
 //! (`OwnerTable::next_epoch`), and every lease entry carries `lease_fence`, which only ever
 //! grows for an index.
 
+mod book;
 pub(crate) mod gate;
-mod keys;
+mod ids;
 
-pub(crate) use keys::KeyIndex;
+pub(crate) use book::OwnerBook;
+pub(crate) use ids::OwnerIds;
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::atomic::AtomicU32 as StdAtomicU32;
 use std::sync::atomic::AtomicU64 as StdAtomicU64;
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed};
@@ -36,20 +38,8 @@ pub(crate) const EXPIRED: Nanos = 0;
 pub(crate) const MAX_OWNERS: u32 = 1 << 24;
 const INDEX_BITS: u32 = 24;
 
-/// What the owner lock protects.
-#[derive(Default)]
-pub(crate) struct OwnerInner {
-    /// The slot of each key's current generation (hashed by key; the key is in the slot).
-    pub keys: KeyIndex,
-    /// Slots waiting for the gate (or parked after a deferral), oldest first.
-    pub waiters: VecDeque<u32>,
-    /// The host released the owner: it is forgotten once its timers have ended.
-    pub released: bool,
-    /// Generations of this owner that have not finished ending.
-    pub live: u32,
-}
-
-/// One owner. The first line is what the hot paths read; the lock guards the rest.
+/// One owner, in one cache line: what the hot paths read, and the lock with what it
+/// guards (see `book`).
 #[repr(C, align(64))]
 pub(crate) struct OwnerEntry {
     /// The current authority's epoch (see `OwnerTable::next_epoch`).
@@ -64,7 +54,7 @@ pub(crate) struct OwnerEntry {
     pub lease_fence: StdAtomicU32,
     /// Hosts blocked in `enter_gate` (they wait on the runtime's gate condition).
     pub host_waiters: StdAtomicU32,
-    pub inner: Mutex<OwnerInner>,
+    pub book: Mutex<OwnerBook>,
 }
 
 impl Default for OwnerEntry {
@@ -76,7 +66,7 @@ impl Default for OwnerEntry {
             gate: AtomicU32::new(0),
             lease_fence: StdAtomicU32::new(0),
             host_waiters: StdAtomicU32::new(0),
-            inner: Mutex::new(OwnerInner::default()),
+            book: Mutex::new(OwnerBook::default()),
         }
     }
 }
@@ -153,10 +143,8 @@ pub(crate) fn epoch_index(epoch: u64) -> u32 {
 
 pub(crate) struct OwnerTable {
     entries: ChunkedArray<OwnerEntry, 64>,
-    /// Owner id -> index of the owners the runtime knows. A B-tree, not a hash table:
-    /// owner churn (new ids in, released ids out) leaves no tombstones, so its memory
-    /// follows the owners known now, not every id ever used.
-    pub ids: RwLock<BTreeMap<OwnerId, u32>>,
+    /// Owner id -> index of the owners the runtime knows.
+    pub ids: RwLock<OwnerIds>,
     free: parking_lot::Mutex<VecDeque<u32>>,
     fresh: StdAtomicU32,
     epochs: StdAtomicU64,
@@ -166,7 +154,7 @@ impl Default for OwnerTable {
     fn default() -> Self {
         Self {
             entries: ChunkedArray::default(),
-            ids: RwLock::new(BTreeMap::new()),
+            ids: RwLock::new(OwnerIds::default()),
             free: parking_lot::Mutex::new(VecDeque::new()),
             fresh: StdAtomicU32::new(0),
             epochs: StdAtomicU64::new(1),
@@ -218,6 +206,11 @@ impl OwnerTable {
     /// Returns a forgotten owner's index for reuse.
     pub fn release(&self, index: u32) {
         self.free.lock().push_back(index);
+    }
+
+    /// The id in entry `index` (what the id map compares).
+    pub fn id_at(&self, index: u32) -> OwnerId {
+        self.entry(index).id.load(Relaxed)
     }
 
     pub fn known(&self) -> usize {
@@ -291,3 +284,7 @@ mod loom_models {
         });
     }
 }
+
+// One cache line per owner (the loom build's lock is larger).
+#[cfg(not(spot_loom))]
+const _: () = assert!(std::mem::size_of::<OwnerEntry>() == 64);

@@ -115,8 +115,8 @@ impl<P> Shared<P> {
     ) {
         let owner = self.owners.entry(owner_index);
         let before = {
-            let mut inner = owner.inner.lock();
-            inner.waiters.push_back(index);
+            let mut book = owner.book.lock();
+            book.push_waiter(index);
             owner
                 .gate
                 .fetch_or(gate::WAITERS, std::sync::atomic::Ordering::AcqRel)
@@ -135,8 +135,8 @@ impl<P> Shared<P> {
                 return; // the holder serves the queue when it releases the gate
             }
             let next = {
-                let mut inner = owner.inner.lock();
-                match inner.waiters.pop_front() {
+                let mut book = owner.book.lock();
+                match book.pop_waiter() {
                     Some(s) => s,
                     None => {
                         owner
@@ -189,7 +189,7 @@ impl<P> Shared<P> {
     /// under the owner lock and finished after it is released (release hooks are host code).
     pub(crate) fn end_all_of(&self, owner_index: u32, reason: EndReason, work: &mut Work) {
         let claims = {
-            let inner = self.owners.entry(owner_index).inner.lock();
+            let inner = self.owners.entry(owner_index).book.lock();
             self.claim_all_locked(&inner, reason)
         };
         for (slot, ending, from) in claims {
@@ -201,11 +201,11 @@ impl<P> Shared<P> {
     /// owner lock); returns the ones this thread must finish.
     pub(crate) fn claim_all_locked(
         &self,
-        inner: &crate::owner::OwnerInner,
+        book: &crate::owner::OwnerBook,
         reason: EndReason,
     ) -> Vec<(u32, u64, u64)> {
         let mut claims = Vec::new();
-        for s in inner.keys.slots() {
+        for s in book.key_slots() {
             let w = self.slots.slot(s).word.load(Acquire);
             if !word::is_live(w) {
                 continue;

@@ -495,7 +495,7 @@ fn close<P: Send + Sync + 'static>(shared: &Shared<P>, thread: &Mutex<Option<Joi
     // this sees `closed` (and ends its own generation); every one before it is in the
     // slots looked at below. Acquisitions check `closed` under the id map's lock.
     drop(shared.owners.ids.write());
-    shared.owners.for_each(|entry| drop(entry.inner.lock()));
+    shared.owners.for_each(|entry| drop(entry.book.lock()));
     shared.scheduler.wake();
     if let Some(h) = thread.lock().take() {
         if SCHEDULER_OF.with(|s| s.get()) != shared.id {

@@ -60,24 +60,25 @@ impl<P> Shared<P> {
             if self.is_closed() {
                 return Err(Error::Closed);
             }
-            let index = match ids.get(&id) {
-                Some(&i) => i,
+            let id_of = |i| self.owners.id_at(i);
+            let index = match ids.get(id, id_of) {
+                Some(i) => i,
                 None => {
                     let i = self.owners.allocate()?;
                     self.owners.entry(i).id.store(id, Relaxed);
-                    ids.insert(id, i);
+                    ids.insert(id, i, id_of);
                     i
                 }
             };
             let entry = self.owners.entry(index);
-            let mut inner = entry.inner.lock();
+            let mut inner = entry.book.lock();
             let claims = self.claim_all_locked(&inner, EndReason::Revoked);
             let epoch = self.owners.next_epoch(index);
             gate::set_mode(&entry.gate, options.gate);
             entry.epoch.store(epoch, Release);
             entry.deadline.store(deadline, Release);
             let fence = entry.lease_fence.fetch_add(1, AcqRel) + 1;
-            inner.released = false;
+            inner.set_released(false);
             (index, epoch, fence, claims)
         };
         with_work(now, |work| {
@@ -101,7 +102,7 @@ impl<P> Shared<P> {
             // id either precedes this (which then fails: its epoch moved on) or follows it.
             let _ids = release.then(|| self.owners.ids.write());
             let entry = self.owners.entry(index);
-            let mut inner = entry.inner.lock();
+            let mut inner = entry.book.lock();
             if entry.epoch.load(Acquire) != epoch {
                 return Err(Error::Revoked);
             }
@@ -109,7 +110,9 @@ impl<P> Shared<P> {
             // A fresh epoch nobody holds: every handle of the old authority is stale.
             entry.epoch.store(self.owners.next_epoch(index), Release);
             entry.deadline.store(EXPIRED, Release);
-            inner.released |= release;
+            if release {
+                inner.set_released(true);
+            }
             claims
         };
         with_work(now, |work| {
@@ -118,7 +121,7 @@ impl<P> Shared<P> {
             }
             self.flush(work);
         });
-        if release && self.owners.entry(index).inner.lock().live == 0 {
+        if release && self.owners.entry(index).book.lock().live() == 0 {
             self.forget_owner(index);
         }
         Ok(())
@@ -130,19 +133,19 @@ impl<P> Shared<P> {
     pub(crate) fn forget_owner(&self, index: u32) {
         let mut ids = self.owners.ids.write();
         let entry = self.owners.entry(index);
-        let mut inner = entry.inner.lock();
+        let mut inner = entry.book.lock();
         let id = entry.id.load(Relaxed);
-        if !inner.released || inner.live != 0 || ids.get(&id) != Some(&index) {
+        if !inner.released()
+            || inner.live() != 0
+            || ids.get(id, |i| self.owners.id_at(i)) != Some(index)
+        {
             return; // acquired again meanwhile, or still ending timers
         }
-        ids.remove(&id);
+        ids.remove(id, |i| self.owners.id_at(i));
         entry.lease_fence.fetch_add(1, AcqRel);
         entry.epoch.store(self.owners.next_epoch(index), Release);
         entry.deadline.store(EXPIRED, Release);
-        inner.released = false;
-        inner.keys.clear();
-        inner.waiters.clear();
-        inner.waiters.shrink_to_fit();
+        inner.clear();
         drop(inner);
         drop(ids);
         self.owners.release(index);
@@ -346,14 +349,14 @@ impl<P: Clone + Send + Sync + 'static> Owner<P> {
 /// The owner `id` as the host knows it: (index, epoch) of its current authority. A
 /// released owner is unknown, also while its last timers are still ending.
 pub(crate) fn authority_of<P>(rt: &Shared<P>, id: OwnerId) -> Result<(u32, u64)> {
-    let index = *rt
+    let index = rt
         .owners
         .ids
         .read()
-        .get(&id)
+        .get(id, |i| rt.owners.id_at(i))
         .ok_or(Error::UnknownOwner(id))?;
     let entry = rt.owners.entry(index);
-    if entry.inner.lock().released {
+    if entry.book.lock().released() {
         return Err(Error::UnknownOwner(id));
     }
     Ok((index, entry.epoch.load(Acquire)))

@@ -1,0 +1,103 @@
+//! The map from the host's owner ids to the indexes of the owners the runtime knows. The
+//! table stores only indexes (4 bytes and a control byte per bucket); an owner's id is in
+//! its entry, which lookups read to compare. Its memory follows the most owners known at
+//! once, not every id ever used: removals leave markers that later insertions reuse, and
+//! a table full of markers is rehashed in place once it has at least twice the buckets
+//! its owners need (so churn grows it at most once).
+
+use hashbrown::HashTable;
+
+use super::OwnerId;
+use crate::hash::hash_u64;
+
+#[derive(Default)]
+pub(crate) struct OwnerIds {
+    table: HashTable<u32>,
+}
+
+impl OwnerIds {
+    /// The index of owner `id` (`id_of(i)`: the id in entry `i`).
+    pub fn get(&self, id: OwnerId, id_of: impl Fn(u32) -> OwnerId) -> Option<u32> {
+        self.table.find(hash_u64(id), |&i| id_of(i) == id).copied()
+    }
+
+    /// Adds owner `id` at `index` (whose entry already holds `id`); it must not be known.
+    pub fn insert(&mut self, id: OwnerId, index: u32, id_of: impl Fn(u32) -> OwnerId) {
+        debug_assert_eq!(id_of(index), id);
+        self.table
+            .insert_unique(hash_u64(id), index, |&i| hash_u64(id_of(i)));
+    }
+
+    /// Forgets owner `id`.
+    pub fn remove(&mut self, id: OwnerId, id_of: impl Fn(u32) -> OwnerId) {
+        if let Ok(e) = self.table.find_entry(hash_u64(id), |&i| id_of(i) == id) {
+            e.remove();
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.table.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_map_to_indexes_through_the_entries() {
+        // Entry i holds id 1000 + 7 i.
+        let id_of = |i: u32| 1000 + 7 * u64::from(i);
+        let mut ids = OwnerIds::default();
+        for i in 0..10_000 {
+            ids.insert(id_of(i), i, id_of);
+        }
+        assert_eq!(ids.len(), 10_000);
+        assert_eq!(ids.get(1000 + 7 * 1234, id_of), Some(1234));
+        assert_eq!(ids.get(1001, id_of), None);
+        ids.remove(1000 + 7 * 1234, id_of);
+        assert_eq!(ids.get(1000 + 7 * 1234, id_of), None);
+        assert_eq!(ids.len(), 9_999);
+        ids.remove(5, id_of);
+        assert_eq!(ids.len(), 9_999, "an unknown id: nothing removed");
+    }
+
+    #[test]
+    fn churn_does_not_grow_the_table() {
+        // Entry i holds id `at[i]`, rewritten as indexes are reused.
+        let mut at = vec![0u64; 64];
+        let mut ids = OwnerIds::default();
+        for (i, slot) in at.iter_mut().enumerate() {
+            *slot = i as u64;
+            let snapshot = *slot;
+            ids.insert(snapshot, i as u32, |j| {
+                if j as usize == i {
+                    snapshot
+                } else {
+                    j as u64
+                }
+            });
+        }
+        let churn = |ids: &mut OwnerIds, at: &mut Vec<u64>, rounds: std::ops::Range<u64>| {
+            for round in rounds {
+                let i = (round % 64) as usize;
+                let old = at[i];
+                ids.remove(old, |j| at[j as usize]);
+                at[i] = round * 64 + i as u64;
+                let table = &*at;
+                ids.insert(at[i], i as u32, |j| table[j as usize]);
+                assert_eq!(ids.get(at[i], |j| at[j as usize]), Some(i as u32));
+            }
+        };
+        churn(&mut ids, &mut at, 1..20_000);
+        let buckets = ids.table.capacity();
+        assert!(buckets <= 4 * 64);
+        churn(&mut ids, &mut at, 20_000..200_000);
+        assert_eq!(ids.len(), 64);
+        assert_eq!(
+            ids.table.capacity(),
+            buckets,
+            "new ids in, old out: no growth after the first"
+        );
+    }
+}
