@@ -66,6 +66,7 @@ mod stats;
 mod sync;
 mod thread_index;
 mod tick;
+mod trim;
 
 pub use clock::{BootClock, Clock, ClockKind, ManualClock, Nanos};
 pub use cold::{PayloadRelease, ReleaseHook};

@@ -58,7 +58,7 @@ impl<P: Clone + Send + Sync + 'static> Shared<P> {
                 let want = max - n;
                 let take = want.min(q.ticks.len());
                 taken.extend(q.ticks.drain(..take));
-                shared.ready.after_take(&q);
+                shared.ready.after_take(&mut q);
                 if taken.is_empty() {
                     break;
                 }

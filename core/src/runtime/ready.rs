@@ -80,10 +80,14 @@ impl ReadyQueue {
 
     /// Called with the queue locked after taking from it: keeps the fd readable exactly
     /// while records wait.
-    pub fn after_take(&self, q: &Ready) {
+    /// After a host took records: the eventfd is cleared once nothing waits, and the
+    /// queue gives back what a burst grew it to.
+    pub fn after_take(&self, q: &mut Ready) {
         if q.is_empty() {
             self.clear_fd();
         }
+        crate::trim::trim_deque(&mut q.ticks);
+        crate::trim::trim_deque(&mut q.notices);
     }
 
     pub fn wake_all(&self) {

@@ -82,11 +82,13 @@ impl<P: Clone + Send + Sync + 'static> Scheduler<P> {
             }
             shared.try_deliver(e.target, &mut self.work);
         }
+        crate::trim::trim_vec(&mut self.due);
         self.maybe_compact();
         self.shared.flush(&mut self.work);
         if self.callback.is_some() {
             self.call_back();
         }
+        self.work.trim();
     }
 
     /// Drops stale entries (cancelled and re-armed timers) once they clearly outnumber the
@@ -117,6 +119,7 @@ impl<P: Clone + Send + Sync + 'static> Scheduler<P> {
                     self.records.push(Record::CancelDone(n));
                 }
                 let ticks: Vec<_> = q.ticks.drain(..).collect();
+                shared.ready.after_take(&mut q);
                 drop(q);
                 self.work.now = shared.now();
                 for p in ticks {
@@ -147,6 +150,8 @@ impl<P: Clone + Send + Sync + 'static> Scheduler<P> {
             shared.submit(&completions, &mut self.work);
             self.completions = completions;
             self.completions.clear();
+            crate::trim::trim_vec(&mut self.records);
+            crate::trim::trim_vec(&mut self.completions);
             shared.flush(&mut self.work);
         }
     }

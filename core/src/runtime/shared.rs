@@ -219,6 +219,14 @@ pub(crate) struct Work {
 }
 
 impl Work {
+    /// Gives back what a burst grew the (empty) buffers to (see `trim`).
+    pub fn trim(&mut self) {
+        crate::trim::trim_vec(&mut self.pending);
+        crate::trim::trim_vec(&mut self.notices);
+        crate::trim::trim_vec(&mut self.arms);
+        crate::trim::trim_vec(&mut self.retry);
+    }
+
     pub fn arm(&mut self, target: u32, due: Nanos, tag: u64, exact: bool) {
         self.arms.push((
             Entry {
@@ -248,6 +256,7 @@ pub(crate) fn with_work<R>(now: Nanos, f: impl FnOnce(&mut Work) -> R) -> R {
     work.now = now;
     let r = f(&mut work);
     debug_assert!(work.pending.is_empty() && work.arms.is_empty() && work.retry.is_empty());
+    work.trim();
     let _ = WORK.try_with(|w| w.set(Some(work)));
     r
 }
