@@ -321,7 +321,7 @@ impl Node {
         }
         // The doorbell is rung under the Spot's lock so it and the queue cannot be
         // separated by a close; one rung doorbell serves every message queued behind it.
-        if st.doorbell.is_none() {
+        if st.queues.as_ref().is_none_or(|q| q.doorbell.is_none()) {
             if let Err(e) = ring(s, st) {
                 self.inbound_bytes.fetch_sub(len, Relaxed);
                 match lane {
@@ -362,6 +362,6 @@ pub(super) fn ring(s: &LocalSpot, st: &mut super::SpotState) -> spot_timer_core:
         .owner
         .register_id(key, TimerSpec::after(Duration::ZERO), Work::Doorbell, None)?;
     st.doorbells = st.doorbells.wrapping_add(1);
-    st.doorbell = Some(id);
+    st.queues.get_or_insert_with(Default::default).doorbell = Some(id);
     Ok(())
 }

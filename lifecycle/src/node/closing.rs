@@ -130,14 +130,13 @@ impl Node {
     fn drop_queued(&self, s: &LocalSpot) {
         let (drained, doorbell) = {
             let mut st = s.state.lock();
-            let items = st.queues.take().map_or(0, |q| {
+            st.queues.take().map_or((0, None), |q| {
                 for item in q.application.iter().chain(&q.lifecycle) {
                     self.inbound_bytes
                         .fetch_sub(item.cost - ITEM_OVERHEAD_BYTES, Relaxed);
                 }
-                q.len()
-            });
-            (items, st.doorbell.take())
+                (q.len(), q.doorbell)
+            })
         };
         // The doorbell rung for them must not take the gate any more (a close may wait
         // for it).

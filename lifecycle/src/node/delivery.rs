@@ -98,8 +98,10 @@ impl Node {
             return;
         };
         let mut st = s.state.lock();
-        if st.doorbell == Some(core.timer_id()) {
-            st.doorbell = None;
+        if let Some(q) = st.queues.as_mut() {
+            if q.doorbell == Some(core.timer_id()) {
+                q.doorbell = None;
+            }
         }
         if st.closing {
             // Nothing of a closing Spot starts any more; completed at once, so the gate it
@@ -116,7 +118,7 @@ impl Node {
                 match st.application.reserve(&limits, LaneKind::Application, 0) {
                     Ok(cost) => {
                         st.in_flight += 1;
-                        st.in_hand = Some(core.token());
+                        st.in_hand = core.token();
                         st.mark_busy();
                         out.push(SpotRecord::Tick(SpotTick {
                             standing: s.clone(),
@@ -156,7 +158,7 @@ impl Node {
             self.deferred.lock().push(core.complete(Outcome::Ok));
             return;
         }
-        st.in_hand = Some(core.token());
+        st.in_hand = core.token();
         st.burst_done = 0;
         let burst = Arc::new(Burst::new(s.clone(), core));
         out.reserve(take);
@@ -185,7 +187,7 @@ impl Node {
         }
         st.in_flight += take as u32;
         st.burst_left = take as u32;
-        if take < queued && st.doorbell.is_none() {
+        if take < queued && st.queues.as_ref().is_some_and(|q| q.doorbell.is_none()) {
             // Waits behind this burst's gate. If the authority ended, the messages stay
             // until the Spot's close drops them (counted).
             let _ = super::admission::ring(s, st);
@@ -259,7 +261,7 @@ impl Node {
         c: &SpotCompletion,
         core: &mut Vec<Completion>,
     ) -> bool {
-        if st.in_hand != Some(c.core.token) {
+        if st.in_hand != c.core.token {
             return false;
         }
         if c.message {
@@ -281,14 +283,14 @@ impl Node {
         }
         st.in_flight -= 1;
         if !c.message {
-            st.in_hand = None;
+            st.in_hand = super::NOTHING_IN_HAND;
             core.push(c.core);
             return true;
         }
         st.burst_left -= 1;
         if st.burst_left == 0 {
             // The doorbell is delivered (it ends) whether or not its messages started.
-            st.in_hand = None;
+            st.in_hand = super::NOTHING_IN_HAND;
             core.push(Completion::new(c.core.token, Outcome::Ok));
         }
         true

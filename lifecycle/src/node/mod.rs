@@ -17,7 +17,7 @@
 //!   admits and starts nothing; its close finishes once no record of it holds its gate.
 //! - Work reaches the host only as records of the timer runtime, so a Spot's messages and
 //!   timer ticks share its serial gate (T9), its owner's lease check (T6) and the batch.
-//! - A Spot with queued messages has one doorbell rung (`SpotState::doorbell`): rung when
+//! - A Spot with queued messages has one doorbell rung (`Queues::doorbell`): rung when
 //!   its lanes go from empty to not empty, and again when a burst leaves messages behind.
 //!   A doorbell's record hands the host a burst of up to `BURST_LIMIT` messages and holds
 //!   the Spot's gate until the last of them completed (`SpotState::burst_left`).
@@ -216,11 +216,14 @@ struct Item {
     cost: u64,
 }
 
-/// A Spot's queued messages, one FIFO per lane.
+/// A Spot's queued messages, one FIFO per lane, and the doorbell rung for them.
 #[derive(Default)]
 struct Queues {
     application: VecDeque<Item>,
     lifecycle: VecDeque<Item>,
+    /// The doorbell rung for the queued messages and not handed over yet (cancelled when
+    /// they are dropped).
+    doorbell: Option<spot_timer_core::TimerId>,
 }
 
 impl Queues {
@@ -241,14 +244,12 @@ pub(crate) struct SpotState {
     /// (and frees the gate) with the last of them.
     burst_left: u32,
     /// The token of the runtime's record in the host's hands (a tick, or the doorbell of
-    /// a burst): the Spot's serial gate lets only one be out at a time. A completion for
-    /// any other record, or a second one for a message (`burst_done`), is refused.
-    in_hand: Option<u64>,
+    /// a burst; `NOTHING_IN_HAND`: none): the Spot's serial gate lets only one be out at a
+    /// time. A completion for any other record, or a second one for a message
+    /// (`burst_done`), is refused.
+    in_hand: u64,
     /// The messages of the burst in hand that have completed (bit = place in the burst).
     burst_done: u64,
-    /// The doorbell rung for the queued messages and not handed over yet (cancelled when
-    /// they are dropped).
-    doorbell: Option<spot_timer_core::TimerId>,
     /// Doorbells rung so far (their keys).
     doorbells: u32,
     /// A close is in progress: nothing more is admitted.
@@ -259,6 +260,10 @@ pub(crate) struct SpotState {
     /// under this lock; taken out when it leaves the catalog.
     place: Option<Place>,
 }
+
+/// `SpotState::in_hand` when no record is (a token names a slot below 2^24 in its top
+/// half, so it is never this).
+const NOTHING_IN_HAND: u64 = u64::MAX;
 
 impl SpotState {
     fn quiescent(&self) -> bool {
