@@ -31,9 +31,11 @@ pub(crate) fn hash_u64(key: u64) -> u64 {
     fold_multiply(key ^ process_seed(), MULTIPLIER)
 }
 
-/// A `BuildHasher` for maps keyed by a single u64.
-#[derive(Clone, Copy, Default)]
-pub(crate) struct U64Hashing;
+/// A `BuildHasher` for maps keyed by one u64 (or a newtype of one, such as an id a host
+/// chooses): one folded multiply with a per-process random seed, in place of SipHash.
+/// Layers over the runtime key their own tables of ids with it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct U64Hashing;
 
 impl BuildHasher for U64Hashing {
     type Hasher = U64Hasher;
@@ -42,7 +44,9 @@ impl BuildHasher for U64Hashing {
     }
 }
 
-pub(crate) struct U64Hasher(u64);
+/// The hasher of [`U64Hashing`].
+#[derive(Debug)]
+pub struct U64Hasher(u64);
 
 impl Hasher for U64Hasher {
     fn write_u64(&mut self, key: u64) {

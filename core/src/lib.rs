@@ -72,6 +72,7 @@ pub use clock::{BootClock, Clock, ClockKind, ManualClock, Nanos};
 pub use cold::{PayloadRelease, ReleaseHook};
 pub use end::{EndReason, EndResult};
 pub use error::{Error, Result};
+pub use hash::{U64Hasher, U64Hashing};
 pub use lateness::{Lateness, LatenessBucket};
 pub use metric::{Metric, MetricKind};
 pub use owner::gate::GateMode;

@@ -13,6 +13,9 @@ use std::marker::PhantomData;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct SpotId(pub u64);
 
+/// A table keyed by Spot id (ids are hashed with one multiply and a per-process seed).
+pub(crate) type SpotMap<V> = std::collections::HashMap<SpotId, V, spot_timer_core::U64Hashing>;
+
 impl fmt::Display for SpotId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.0)

@@ -30,7 +30,7 @@ mod admission;
 mod closing;
 mod delivery;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,7 +41,7 @@ use spot_timer_core::{ClockKind, GateMode, Nanos, Owner, Runtime, RuntimeConfig,
 use crate::catalog::{Catalog, Place, BUSY};
 use crate::cluster::{Cluster, Peer};
 use crate::error::{LifecycleError, Queue, Result};
-use crate::kind::{Entry, Instance, Kind, Spot, SpotId, SpotKind, User};
+use crate::kind::{Entry, Instance, Kind, Spot, SpotId, SpotKind, SpotMap, User};
 use crate::lane::{LaneKind, LaneLimits, LaneUse};
 use crate::store::{Authority, LocationStore, NodeAddress, NodeId};
 use crate::timer_work::Work;
@@ -357,9 +357,9 @@ pub struct Node {
     rt: Runtime<Work>,
     store: Arc<dyn LocationStore>,
     cluster: Option<Arc<Cluster>>,
-    spots: RwLock<HashMap<SpotId, Arc<LocalSpot>>>,
-    attempts: Mutex<HashMap<SpotId, Arc<Attempt>>>,
-    routes: Mutex<HashMap<SpotId, NodeId>>,
+    spots: RwLock<SpotMap<Arc<LocalSpot>>>,
+    attempts: Mutex<SpotMap<Arc<Attempt>>>,
+    routes: Mutex<SpotMap<NodeId>>,
     catalog: Mutex<Catalog<Arc<LocalSpot>>>,
     entry_actors: Mutex<Vec<u64>>,
     inbound_bytes: AtomicU64,

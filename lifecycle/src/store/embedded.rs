@@ -10,14 +10,15 @@ use parking_lot::{Condvar, Mutex};
 
 use super::*;
 use crate::error::LifecycleError;
+use crate::kind::SpotMap;
 
 #[derive(Default)]
 struct State {
     revision: u64,
-    records: HashMap<SpotId, (LocationRecord, u64)>,
+    records: SpotMap<(LocationRecord, u64)>,
     /// Object generations of ids whose records were released: a re-creation continues
     /// from here.
-    generations: HashMap<SpotId, u64>,
+    generations: SpotMap<u64>,
     nodes: HashMap<NodeId, NodeEntry>,
 }
 
