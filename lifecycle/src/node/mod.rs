@@ -23,322 +23,43 @@
 //!   the Spot's gate until the last of them completed (`SpotState::burst_left`).
 //!
 //! Split by role: `activation` (creation, L3), `admission` (send, routing, L4, L6),
-//! `delivery` (exchange and completion), `closing` (close and idle eviction, L5).
+//! `delivery` (exchange and completion), `closing` (close and idle eviction, L5); a Spot's
+//! state in `local_spot`, the configuration in `config`, the counters in `stats`.
 
 mod activation;
 mod admission;
 mod closing;
+mod config;
 mod delivery;
+mod local_spot;
+mod stats;
 
-use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::{Mutex, RwLock};
-use spot_timer_core::{ClockKind, GateMode, Nanos, Owner, Runtime, RuntimeConfig, Sink, TimerSpec};
+use spot_timer_core::{GateMode, Nanos, Runtime, RuntimeConfig, Sink, TimerSpec};
 
-use crate::catalog::{Catalog, Place, BUSY};
+use crate::catalog::Catalog;
 use crate::cluster::{Cluster, Peer};
 use crate::error::{LifecycleError, Queue, Result};
 use crate::kind::{Entry, Instance, Kind, Spot, SpotId, SpotKind, SpotMap, User};
-use crate::lane::{LaneKind, LaneLimits, LaneUse};
-use crate::store::{Authority, LocationStore, NodeAddress, NodeId};
+use crate::lane::{LaneKind, LaneUse};
+use crate::store::{LocationStore, NodeAddress, NodeId};
 use crate::timer_work::Work;
 use crate::transport::{PeerServer, Remotes};
-use crate::work::DEFAULT_CREATION_WAIT;
 
 /// How much longer than a creation may wait a request to another process's node waits for
 /// its answer (the store's round trips and the factory on the other side).
 const REMOTE_ANSWER_MARGIN: Duration = Duration::from_secs(10);
 
 pub(crate) use activation::Attempt;
-
-/// Runs once per creation of a Spot (the application builds its object); an error fails
-/// the creation and releases its reservation.
-pub type Factory = Arc<dyn Fn(SpotId, SpotKind) -> std::result::Result<(), String> + Send + Sync>;
-
-/// Called once when a Spot closes, before its location is released; no new work is
-/// admitted meanwhile. The application saves what it needs here.
-pub type ClosingCallback = Arc<dyn Fn(SpotId, SpotKind, CloseReason) + Send + Sync>;
-
-/// Why a Spot closed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CloseReason {
-    /// Idle past `instance_idle_timeout` (Instance Spots only).
-    IdleEvicted,
-    /// Closed by an explicit call.
-    Closed,
-    /// Its node shut down.
-    NodeShutdown,
-}
-
-/// How to build a node.
-#[derive(Clone)]
-pub struct NodeConfig {
-    /// This node's id in the cluster.
-    pub node: NodeId,
-    /// The id of this node's Entry Spot (default `u64::MAX`, out of the way of application
-    /// ids; several nodes on one store need different ones).
-    pub entry: SpotId,
-    /// The clock of the node's timer runtime (manual for tests).
-    pub clock: ClockKind,
-    /// Limits of each Spot's application lane (default 1,024 items / 64 MiB).
-    pub application_lane: LaneLimits,
-    /// Limits of each Spot's lifecycle lane (default 128 items / 4 MiB).
-    pub lifecycle_lane: LaneLimits,
-    /// Payload bytes pending on the whole node (default 1 GiB).
-    pub node_inbound_bytes: u64,
-    /// Active Spots on this node, the Entry Spot included (default 100,000).
-    pub active_cap: u64,
-    /// Instance Spots idle this long are evicted (None: never).
-    pub instance_idle_timeout: Option<Duration>,
-    /// How long a caller waits for another caller's creation of the same id.
-    pub creation_wait: Duration,
-    /// The Spots' owner lease in the timer runtime (None: none).
-    pub owner_lease: Option<Duration>,
-    /// Builds a Spot's object.
-    pub factory: Option<Factory>,
-    /// Told when a Spot closes.
-    pub on_close: Option<ClosingCallback>,
-    /// Serve the nodes of other processes on this address (port 0: any free port; the
-    /// address bound is recorded in the store with the node, see [`Node::address`]).
-    /// None: the node is reached from this process only. A node forwards to other
-    /// processes' nodes whether it listens or not.
-    pub listen: Option<std::net::SocketAddr>,
-}
-
-impl Default for NodeConfig {
-    fn default() -> Self {
-        Self {
-            node: NodeId(1),
-            entry: SpotId(u64::MAX),
-            clock: ClockKind::Real,
-            application_lane: LaneLimits::APPLICATION,
-            lifecycle_lane: LaneLimits::LIFECYCLE,
-            node_inbound_bytes: 1 << 30,
-            active_cap: 100_000,
-            instance_idle_timeout: Some(Duration::from_secs(15 * 60)),
-            creation_wait: DEFAULT_CREATION_WAIT,
-            owner_lease: None,
-            factory: None,
-            on_close: None,
-            listen: None,
-        }
-    }
-}
-
-impl NodeConfig {
-    /// Reads a `listen` address as hosts spell it: `""` is none; otherwise `IP:PORT`
-    /// (`"127.0.0.1:0"`, `"[::1]:7000"`; port 0: any free port). `what` names the argument
-    /// in the error. Every binding parses with this, so a bad address reads the same in
-    /// every language.
-    ///
-    /// Errors: `InvalidArgument` naming `what`, the text and what was wrong.
-    pub fn parse_listen(text: &str, what: &str) -> Result<Option<std::net::SocketAddr>> {
-        if text.is_empty() {
-            return Ok(None);
-        }
-        text.parse().map(Some).map_err(|e| {
-            LifecycleError::InvalidArgument(format!(
-                "{what} {text:?} is not an address IP:PORT (e.g. \"127.0.0.1:0\" or \"[::1]:0\"): {e}"
-            ))
-        })
-    }
-}
-
-/// A node's counters.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct NodeStats {
-    /// Gauge: Spots active on this node (the Entry Spot included).
-    pub active_spots: u64,
-    /// Counter: Spots created here (factory succeeded, Ready committed).
-    pub created: u64,
-    /// Counter: factory calls.
-    pub factory_runs: u64,
-    /// Counter: creations that failed (factory or store).
-    pub creation_failures: u64,
-    /// Counter: Instance Spots evicted idle.
-    pub evicted: u64,
-    /// Counter: Spots closed by a call or the node's shutdown.
-    pub closed: u64,
-    /// Counter: messages admitted to a lane.
-    pub messages_admitted: u64,
-    /// Counter: messages whose handler ran and completed (Ok or Failed).
-    pub messages_completed: u64,
-    /// Counter: admitted messages that never ran (their Spot closed or its authority
-    /// ended first). Once quiet: `admitted == completed + dropped`.
-    pub messages_dropped: u64,
-    /// Counter: admissions refused by a Spot's application lane.
-    pub rejected_application_lane: u64,
-    /// Counter: admissions refused by a Spot's lifecycle lane.
-    pub rejected_lifecycle_lane: u64,
-    /// Counter: admissions refused by the node's inbound byte budget.
-    pub rejected_node_inbound: u64,
-    /// Counter: activations refused by the active cap.
-    pub rejected_activation: u64,
-    /// Counter: messages that ended with `StaleRoute`.
-    pub stale_routes: u64,
-    /// Counter: timer ticks kept (deferred) because the application lane was full.
-    pub ticks_deferred: u64,
-    /// Counter: idle-eviction passes.
-    pub eviction_passes: u64,
-    /// Counter: Spots examined by those passes (at most 64 per pass).
-    pub eviction_examined: u64,
-}
-
-#[derive(Default)]
-struct Counters {
-    created: AtomicU64,
-    factory_runs: AtomicU64,
-    creation_failures: AtomicU64,
-    evicted: AtomicU64,
-    closed: AtomicU64,
-    messages_admitted: AtomicU64,
-    messages_completed: AtomicU64,
-    messages_dropped: AtomicU64,
-    rejected: [AtomicU64; 4],
-    stale_routes: AtomicU64,
-    ticks_deferred: AtomicU64,
-    eviction_passes: AtomicU64,
-    eviction_examined: AtomicU64,
-}
-
-impl Counters {
-    fn reject(&self, queue: Queue) {
-        self.rejected[queue as usize].fetch_add(1, Relaxed);
-    }
-}
-
-/// One queued message.
-struct Item {
-    payload: Box<[u8]>,
-    cost: u64,
-}
-
-/// A Spot's queued messages, one FIFO per lane, and the doorbell rung for them.
-#[derive(Default)]
-struct Queues {
-    application: VecDeque<Item>,
-    lifecycle: VecDeque<Item>,
-    /// The doorbell rung for the queued messages and not handed over yet (cancelled when
-    /// they are dropped).
-    doorbell: Option<spot_timer_core::TimerId>,
-}
-
-impl Queues {
-    fn len(&self) -> usize {
-        self.application.len() + self.lifecycle.len()
-    }
-}
-
-/// What a Spot holds, under its mutex.
-pub(crate) struct SpotState {
-    application: LaneUse,
-    lifecycle: LaneUse,
-    /// The queued messages; none while nothing is queued (an idle Spot keeps no queue).
-    queues: Option<Box<Queues>>,
-    /// Records of this Spot handed to the host and not yet completed.
-    in_flight: u32,
-    /// Messages of the burst in flight not yet completed: its doorbell's record completes
-    /// (and frees the gate) with the last of them.
-    burst_left: u32,
-    /// The token of the runtime's record in the host's hands (a tick, or the doorbell of
-    /// a burst; `NOTHING_IN_HAND`: none): the Spot's serial gate lets only one be out at a
-    /// time. A completion for any other record, or a second one for a message
-    /// (`burst_done`), is refused.
-    in_hand: u64,
-    /// The messages of the burst in hand that have completed (bit = place in the burst).
-    burst_done: u64,
-    /// Doorbells rung so far (their keys).
-    doorbells: u32,
-    /// A close is in progress: nothing more is admitted.
-    closing: bool,
-    /// A close waiting for the record that holds the Spot's gate to complete.
-    close_pending: Option<CloseReason>,
-    /// Its place in the eviction catalog (evictable Spots), where its activity is noted
-    /// under this lock; taken out when it leaves the catalog.
-    place: Option<Place>,
-}
-
-/// `SpotState::in_hand` when no record is (a token names a slot below 2^24 in its top
-/// half, so it is never this).
-const NOTHING_IN_HAND: u64 = u64::MAX;
-
-impl SpotState {
-    fn quiescent(&self) -> bool {
-        self.in_flight == 0 && self.application.items == 0 && self.lifecycle.items == 0
-    }
-
-    /// The Spot has work queued or handed over.
-    fn mark_busy(&self) {
-        if let Some(p) = &self.place {
-            p.set(BUSY);
-        }
-    }
-
-    /// Work of the Spot completed at `now`: idle from now if none is left.
-    fn note_finished(&self, now: Nanos) {
-        if let Some(p) = self.place.as_ref().filter(|_| self.quiescent()) {
-            p.set(now);
-        }
-    }
-
-    /// How long the Spot has been quiescent at `now` (None: busy, or not evictable).
-    fn idle_for(&self, now: Nanos) -> Option<Nanos> {
-        let since = self.place.as_ref()?.get();
-        (since != BUSY).then(|| now.saturating_sub(since))
-    }
-}
-
-/// A Spot active on this node.
-pub(crate) struct LocalSpot {
-    id: SpotId,
-    kind: SpotKind,
-    generation: u64,
-    authority: Authority,
-    owner: Owner<Work>,
-    state: Mutex<SpotState>,
-    /// Mirrors `state.closing` for the start check, which takes no lock (records of the
-    /// Spot reach it through `Standing`).
-    closing: AtomicBool,
-}
-
-impl std::fmt::Debug for LocalSpot {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LocalSpot")
-            .field("id", &self.id)
-            .field("kind", &self.kind)
-            .field("generation", &self.generation)
-            .finish_non_exhaustive()
-    }
-}
-
-impl crate::burst::Standing for LocalSpot {
-    fn closing(&self) -> bool {
-        self.closing.load(std::sync::atomic::Ordering::Acquire)
-    }
-
-    fn authority_holds(&self) -> bool {
-        self.owner.check().is_ok()
-    }
-}
-
-impl LocalSpot {
-    fn lane_use(&self, lane: LaneKind) -> LaneUse {
-        let st = self.state.lock();
-        match lane {
-            LaneKind::Application => st.application,
-            LaneKind::Lifecycle => st.lifecycle,
-        }
-    }
-
-    fn set_closing(&self, st: &mut SpotState, closing: bool) {
-        st.closing = closing;
-        self.closing
-            .store(closing, std::sync::atomic::Ordering::Release);
-    }
-}
+pub use config::{CloseReason, ClosingCallback, Factory, NodeConfig};
+pub(crate) use local_spot::LocalSpot;
+use local_spot::{Item, SpotState, NOTHING_IN_HAND};
+use stats::Counters;
+pub use stats::NodeStats;
 
 /// What a node lists for relocation when it drains (L2): its User and Instance Spots, and
 /// the actors of its Entry Spot — never the Entry Spot itself.

@@ -1,0 +1,68 @@
+//! A node's counters: atomics bumped where things happen, read as one `NodeStats`.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+use crate::error::Queue;
+
+/// A node's counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NodeStats {
+    /// Gauge: Spots active on this node (the Entry Spot included).
+    pub active_spots: u64,
+    /// Counter: Spots created here (factory succeeded, Ready committed).
+    pub created: u64,
+    /// Counter: factory calls.
+    pub factory_runs: u64,
+    /// Counter: creations that failed (factory or store).
+    pub creation_failures: u64,
+    /// Counter: Instance Spots evicted idle.
+    pub evicted: u64,
+    /// Counter: Spots closed by a call or the node's shutdown.
+    pub closed: u64,
+    /// Counter: messages admitted to a lane.
+    pub messages_admitted: u64,
+    /// Counter: messages whose handler ran and completed (Ok or Failed).
+    pub messages_completed: u64,
+    /// Counter: admitted messages that never ran (their Spot closed or its authority
+    /// ended first). Once quiet: `admitted == completed + dropped`.
+    pub messages_dropped: u64,
+    /// Counter: admissions refused by a Spot's application lane.
+    pub rejected_application_lane: u64,
+    /// Counter: admissions refused by a Spot's lifecycle lane.
+    pub rejected_lifecycle_lane: u64,
+    /// Counter: admissions refused by the node's inbound byte budget.
+    pub rejected_node_inbound: u64,
+    /// Counter: activations refused by the active cap.
+    pub rejected_activation: u64,
+    /// Counter: messages that ended with `StaleRoute`.
+    pub stale_routes: u64,
+    /// Counter: timer ticks kept (deferred) because the application lane was full.
+    pub ticks_deferred: u64,
+    /// Counter: idle-eviction passes.
+    pub eviction_passes: u64,
+    /// Counter: Spots examined by those passes (at most 64 per pass).
+    pub eviction_examined: u64,
+}
+
+#[derive(Default)]
+pub(super) struct Counters {
+    pub(super) created: AtomicU64,
+    pub(super) factory_runs: AtomicU64,
+    pub(super) creation_failures: AtomicU64,
+    pub(super) evicted: AtomicU64,
+    pub(super) closed: AtomicU64,
+    pub(super) messages_admitted: AtomicU64,
+    pub(super) messages_completed: AtomicU64,
+    pub(super) messages_dropped: AtomicU64,
+    pub(super) rejected: [AtomicU64; 4],
+    pub(super) stale_routes: AtomicU64,
+    pub(super) ticks_deferred: AtomicU64,
+    pub(super) eviction_passes: AtomicU64,
+    pub(super) eviction_examined: AtomicU64,
+}
+
+impl Counters {
+    pub(super) fn reject(&self, queue: Queue) {
+        self.rejected[queue as usize].fetch_add(1, Relaxed);
+    }
+}
