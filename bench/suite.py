@@ -48,6 +48,10 @@ SYSTEMS = {
     "spot-rust": ("spot-timer (Rust core)", "Rust", "rust", [RUST, "{w}", "spot"]),
     "spot-rust-handles": ("spot-timer (Rust core, TimerHandle)", "Rust", "rust", [RUST, "{w}", "spot-handles"]),
     "tokio-delayqueue": ("tokio-util DelayQueue", "Rust", "rust", [RUST, "{w}", "tokio-delayqueue"]),
+    # W1's second round in the same runtime / queue: memory already grown and touched.
+    "spot-rust-steady": ("spot-timer (Rust core), second round", "Rust", "rust", [RUST, "{w}", "spot-steady"]),
+    "tokio-delayqueue-steady": ("tokio-util DelayQueue, second round", "Rust", "rust",
+                                [RUST, "{w}", "tokio-delayqueue-steady"]),
     "tokio-sleep": ("tokio::time::sleep", "Rust", "rust", [RUST, "{w}", "tokio-sleep"]),
     "tokio-interval": ("tokio::time::Interval", "Rust", "rust", [RUST, "{w}", "tokio-interval"]),
     "spot-c": ("spot-timer (C ABI)", "C", "spot-c", [SPOT_C, "{w}"]),
@@ -61,7 +65,8 @@ SYSTEMS = {
     "threading-timer-net": ("System.Threading.Timer (Mono)", "C#", "dotnet", MONO + [DOTNET_EXTRA, "{w}", "stt"]),
 }
 
-W1_SYSTEMS = ["spot-rust", "spot-rust-handles", "tokio-delayqueue", "tokio-sleep", "spot-c", "libuv", "go", "spot-py",
+W1_SYSTEMS = ["spot-rust", "spot-rust-handles", "tokio-delayqueue", "spot-rust-steady", "tokio-delayqueue-steady",
+              "tokio-sleep", "spot-c", "libuv", "go", "spot-py",
               "asyncio", "spot-dotnet", "threading-timer-net"]
 W2_NATIVE = ["spot-rust", "tokio-interval", "tokio-delayqueue", "spot-c", "libuv", "go"]
 # Harnesses that take W2's variants (phases spread over the period; a handler that does nothing).
@@ -450,7 +455,7 @@ def complete_missing(doc):
         for s, (label, _, _, _) in SYSTEMS.items():
             if (wl, s) in have or (wl == "W5" and s not in W5_SYSTEMS):
                 continue
-            if s == "spot-rust-handles" and wl != "W1":
+            if s in ("spot-rust-handles", "spot-rust-steady", "tokio-delayqueue-steady") and wl != "W1":
                 continue
             if wl in ("W2-spread", "W2-noop") and s in ("threading-timer", "spot-dotnet", "threading-timer-net",
                                                          "tokio-sleep") or (wl == "W2-spread" and s in ("spot-py",
@@ -641,6 +646,9 @@ def write_md(doc, path):
            ("allocations per arm", "allocs_per_arm", 2), ("allocations per cancel", "allocs_per_cancel", 2)])
     L.append("spot-timer (Rust core) keeps timers by id (`Owner::register_id`, `Runtime::cancel_timer_nowait`); "
              "the TimerHandle row does the same through handles, each holding a reference to the runtime. "
+             "The \"second round\" rows arm and cancel the same N timers again in the same runtime / queue and "
+             "report that round: the memory the first round grew and touched is reused (the steady state of a "
+             "long-running host); the other rows are a fresh runtime's first round. "
              "spot-timer's times include its scheduler thread's share (a sync / sentinel wait after each phase). "
              "Allocations: counting global allocator (Rust: every thread), `runtime.MemStats.Mallocs` (Go); libuv "
              "allocates nothing per timer (the caller owns `uv_timer_t`); n/a where not measurable from the harness "
