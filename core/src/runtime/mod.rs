@@ -203,9 +203,9 @@ impl<P: Clone + Send + Sync + 'static> Runtime<P> {
     /// revoked and its timers end with `EndReason::Revoked`.
     pub fn acquire_owner(&self, id: OwnerId, options: OwnerOptions) -> Result<Owner<P>> {
         let (index, epoch) = self.shared.acquire(id, options)?;
+        debug_assert_eq!(crate::owner::epoch_index(epoch), index);
         Ok(Owner {
             rt: self.shared.clone(),
-            index,
             id,
             epoch,
         })
@@ -214,9 +214,9 @@ impl<P: Clone + Send + Sync + 'static> Runtime<P> {
     /// The current authority of owner `id`, if it is still valid.
     pub fn owner(&self, id: OwnerId) -> Result<Owner<P>> {
         let (index, epoch) = authority_of(&self.shared, id)?;
+        debug_assert_eq!(crate::owner::epoch_index(epoch), index);
         let owner = Owner {
             rt: self.shared.clone(),
-            index,
             id,
             epoch,
         };
@@ -229,9 +229,9 @@ impl<P: Clone + Send + Sync + 'static> Runtime<P> {
     /// or released.
     pub fn known_owner(&self, id: OwnerId) -> Result<Owner<P>> {
         let (index, epoch) = authority_of(&self.shared, id)?;
+        debug_assert_eq!(crate::owner::epoch_index(epoch), index);
         Ok(Owner {
             rt: self.shared.clone(),
-            index,
             id,
             epoch,
         })
@@ -241,9 +241,9 @@ impl<P: Clone + Send + Sync + 'static> Runtime<P> {
     /// ABI's owners).
     pub fn authority(&self, id: OwnerId, epoch: u64) -> Result<Owner<P>> {
         let index = authority_by_epoch(&self.shared, id, epoch)?;
+        debug_assert_eq!(crate::owner::epoch_index(epoch), index);
         Ok(Owner {
             rt: self.shared.clone(),
-            index,
             id,
             epoch,
         })

@@ -155,8 +155,8 @@ impl<P> Shared<P> {
 /// One authority of an owner: the handle through which timers are registered.
 pub struct Owner<P: Send + Sync + 'static> {
     pub(crate) rt: Arc<Shared<P>>,
-    pub(crate) index: u32,
     pub(crate) id: OwnerId,
+    /// Carries the owner's index in the table (`epoch_index`).
     pub(crate) epoch: u64,
 }
 
@@ -164,7 +164,6 @@ impl<P: Send + Sync + 'static> Clone for Owner<P> {
     fn clone(&self) -> Self {
         Self {
             rt: self.rt.clone(),
-            index: self.index,
             id: self.id,
             epoch: self.epoch,
         }
@@ -177,6 +176,14 @@ impl<P: Send + Sync + 'static> std::fmt::Debug for Owner<P> {
             .field("id", &self.id)
             .field("epoch", &self.epoch)
             .finish()
+    }
+}
+
+impl<P: Send + Sync + 'static> Owner<P> {
+    /// The owner's entry in the runtime's table.
+    #[inline]
+    pub(crate) fn index(&self) -> u32 {
+        crate::owner::epoch_index(self.epoch)
     }
 }
 
@@ -195,7 +202,7 @@ impl<P: Clone + Send + Sync + 'static> Owner<P> {
     pub fn check(&self) -> Result<()> {
         self.rt
             .owners
-            .entry(self.index)
+            .entry(self.index())
             .check(self.epoch, || self.rt.now())
     }
 
@@ -205,13 +212,13 @@ impl<P: Clone + Send + Sync + 'static> Owner<P> {
         let rt = &self.rt;
         let now = rt.now();
         let deadline = lease_deadline(now, lease.map(duration_to_nanos));
-        let entry = rt.owners.entry(self.index);
+        let entry = rt.owners.entry(self.index());
         let before = entry.renew(self.epoch, now, deadline)?;
         if deadline < before {
             // An earlier deadline than the armed one (or a lease where there was none).
             let fence = entry.lease_fence.load(Acquire);
             with_work(now, |work| {
-                rt.arm_lease(self.index, deadline, fence, work);
+                rt.arm_lease(self.index(), deadline, fence, work);
                 rt.flush(work);
             });
         }
@@ -225,12 +232,12 @@ impl<P: Clone + Send + Sync + 'static> Owner<P> {
     /// ever acquired stays known to the runtime. Acquiring the id again later starts a new
     /// owner whose epochs are above every epoch of the released one.
     pub fn release(&self) -> Result<()> {
-        self.rt.end_authority(self.index, self.epoch, true)
+        self.rt.end_authority(self.index(), self.epoch, true)
     }
 
     /// Ends this authority: its timers end with `EndReason::Revoked` and never run again.
     pub fn revoke(&self) -> Result<()> {
-        self.rt.end_authority(self.index, self.epoch, false)
+        self.rt.end_authority(self.index(), self.epoch, false)
     }
 
     /// Registers timer `key` of this owner. An existing registration of the key is
@@ -247,7 +254,7 @@ impl<P: Clone + Send + Sync + 'static> Owner<P> {
     ) -> Result<TimerHandle<P>> {
         let id = self
             .rt
-            .register(self.index, self.epoch, key, &spec, payload, release)?;
+            .register(self.index(), self.epoch, key, &spec, payload, release)?;
         Ok(TimerHandle::new(self.rt.clone(), id))
     }
 
@@ -262,7 +269,7 @@ impl<P: Clone + Send + Sync + 'static> Owner<P> {
         release: Option<ReleaseHook>,
     ) -> Result<TimerId> {
         self.rt
-            .register(self.index, self.epoch, key, &spec, payload, release)
+            .register(self.index(), self.epoch, key, &spec, payload, release)
     }
 
     /// Takes the owner's execution gate for the host's own work, waiting up to `timeout`
@@ -271,7 +278,7 @@ impl<P: Clone + Send + Sync + 'static> Owner<P> {
     /// when the runtime closes meanwhile.
     pub fn enter_gate(&self, timeout: Option<Duration>) -> bool {
         let rt = &self.rt;
-        let entry = rt.owners.entry(self.index);
+        let entry = rt.owners.entry(self.index());
         if gate::try_take_for_host(&entry.gate) {
             return true;
         }
@@ -311,13 +318,13 @@ impl<P: Clone + Send + Sync + 'static> Owner<P> {
 
     /// Takes the gate if it is free right now.
     pub fn try_enter_gate(&self) -> bool {
-        gate::try_take_for_host(&self.rt.owners.entry(self.index).gate)
+        gate::try_take_for_host(&self.rt.owners.entry(self.index()).gate)
     }
 
     /// Releases the gate taken by `enter_gate` and lets waiting ticks run.
     pub fn leave_gate(&self) -> Result<()> {
         let rt = &self.rt;
-        let entry = rt.owners.entry(self.index);
+        let entry = rt.owners.entry(self.index());
         let before = gate::release_from_host(&entry.gate).ok_or_else(|| {
             Error::InvalidArgument("the owner's gate is not held by the host".into())
         })?;
@@ -325,7 +332,7 @@ impl<P: Clone + Send + Sync + 'static> Owner<P> {
             rt.notify_gate_freed();
         }
         with_work(rt.now(), |work| {
-            rt.serve_gate(self.index, work);
+            rt.serve_gate(self.index(), work);
             rt.flush(work);
         });
         Ok(())
@@ -339,7 +346,7 @@ impl<P: Clone + Send + Sync + 'static> Owner<P> {
             return Err(Error::Closed);
         }
         with_work(rt.now(), |work| {
-            rt.serve_gate(self.index, work);
+            rt.serve_gate(self.index(), work);
             rt.flush(work);
         });
         Ok(())
