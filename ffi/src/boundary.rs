@@ -251,13 +251,39 @@ pub(crate) unsafe fn read_versioned<T: Copy>(
 ) -> FfiResult<T> {
     // The common case, a caller built with this header: the struct as it is, no copy
     // through a zeroed buffer.
-    if !p.is_null()
-        && (p as usize) & (std::mem::align_of::<T>() - 1) == 0
-        && (p as *const u32).read() as usize == std::mem::size_of::<T>()
-    {
+    if has_our_size(p) {
         return Ok(p.read());
     }
     read_versioned_other(p, name, older)
+}
+
+/// [`read_versioned`] for a struct used in place: `f` reads the caller's struct itself
+/// when it has this header's size (no copy), else the copy [`read_versioned`] makes.
+///
+/// # Safety
+/// As [`read_versioned`].
+#[inline(always)]
+pub(crate) unsafe fn with_versioned<T: Copy, R>(
+    p: *const T,
+    name: &str,
+    older: &[usize],
+    f: impl FnOnce(&T) -> FfiResult<R>,
+) -> FfiResult<R> {
+    if has_our_size(p) {
+        return f(&*p);
+    }
+    f(&read_versioned_other(p, name, older)?)
+}
+
+/// `p` is non-null, aligned, and its `struct_size` is this header's size of `T`.
+///
+/// # Safety
+/// When non-null and aligned, `p` must point to at least 4 readable bytes.
+#[inline(always)]
+unsafe fn has_our_size<T>(p: *const T) -> bool {
+    !p.is_null()
+        && (p as usize) & (std::mem::align_of::<T>() - 1) == 0
+        && (p as *const u32).read() as usize == std::mem::size_of::<T>()
 }
 
 /// [`read_versioned`] of a NULL or misaligned pointer, or a `struct_size` other than this
