@@ -49,23 +49,36 @@ fn set_last_error(function: &str, message: &str) {
 
 /// Runs the body of an export: a panic becomes `SPOT_E_PANIC`, a failure its status code;
 /// both record the thread's last-error message. Nothing unwinds into C.
+///
+/// Inlined into every export with the body: a call that succeeds costs a branch on the
+/// result (`catch_unwind` is a landing pad, no code runs for it while nothing panics);
+/// failures and panics are handled out of line.
+#[inline(always)]
 pub(crate) fn boundary(function: &'static str, body: impl FnOnce() -> FfiResult) -> spot_status {
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(())) => SPOT_OK,
-        Ok(Err(f)) => {
-            set_last_error(function, &f.message);
-            f.status
-        }
-        Err(payload) => {
-            let what = payload
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into());
-            set_last_error(function, &format!("panic: {what}"));
-            SPOT_E_PANIC
-        }
+        Ok(Err(f)) => failed(function, f),
+        Err(payload) => panicked(function, payload),
     }
+}
+
+#[cold]
+#[inline(never)]
+fn failed(function: &str, f: Failure) -> spot_status {
+    set_last_error(function, &f.message);
+    f.status
+}
+
+#[cold]
+#[inline(never)]
+fn panicked(function: &str, payload: Box<dyn std::any::Any + Send>) -> spot_status {
+    let what = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into());
+    set_last_error(function, &format!("panic: {what}"));
+    SPOT_E_PANIC
 }
 
 /// Runs the body of an infallible export; a panic (a bug) yields `fallback`.
@@ -73,20 +86,24 @@ pub(crate) fn infallible<T>(fallback: T, body: impl FnOnce() -> T) -> T {
     catch_unwind(AssertUnwindSafe(body)).unwrap_or(fallback)
 }
 
+/// Checks a pointer C hands in: not NULL and aligned for `T` (one branch when it is).
+#[inline(always)]
 fn check_ptr<T>(p: *const T, name: &str) -> FfiResult {
-    if p.is_null() {
-        return Err(Failure::new(
-            SPOT_E_NULL_ARGUMENT,
-            format!("`{name}` must not be NULL"),
-        ));
-    }
-    if (p as usize) & (std::mem::align_of::<T>() - 1) != 0 {
-        return Err(Failure::new(
-            SPOT_E_NULL_ARGUMENT,
-            format!("`{name}` is not aligned for its type"),
-        ));
+    if p.is_null() || (p as usize) & (std::mem::align_of::<T>() - 1) != 0 {
+        return Err(bad_ptr(p.is_null(), name));
     }
     Ok(())
+}
+
+#[cold]
+#[inline(never)]
+fn bad_ptr(null: bool, name: &str) -> Failure {
+    let why = if null {
+        "must not be NULL"
+    } else {
+        "is not aligned for its type"
+    };
+    Failure::new(SPOT_E_NULL_ARGUMENT, format!("`{name}` {why}"))
 }
 
 /// A required input pointer.
@@ -226,11 +243,57 @@ impl<T> OutSlice<T> {
 ///
 /// # Safety
 /// When non-null, `p` must point to `struct_size` readable bytes.
+#[inline(always)]
 pub(crate) unsafe fn read_versioned<T: Copy>(
     p: *const T,
     name: &str,
     older: &[usize],
 ) -> FfiResult<T> {
+    // The common case, a caller built with this header: the struct as it is, no copy
+    // through a zeroed buffer.
+    if has_our_size(p) {
+        return Ok(p.read());
+    }
+    read_versioned_other(p, name, older)
+}
+
+/// [`read_versioned`] for a struct used in place: `f` reads the caller's struct itself
+/// when it has this header's size (no copy), else the copy [`read_versioned`] makes.
+///
+/// # Safety
+/// As [`read_versioned`].
+#[inline(always)]
+pub(crate) unsafe fn with_versioned<T: Copy, R>(
+    p: *const T,
+    name: &str,
+    older: &[usize],
+    f: impl FnOnce(&T) -> FfiResult<R>,
+) -> FfiResult<R> {
+    if has_our_size(p) {
+        return f(&*p);
+    }
+    f(&read_versioned_other(p, name, older)?)
+}
+
+/// `p` is non-null, aligned, and its `struct_size` is this header's size of `T`.
+///
+/// # Safety
+/// When non-null and aligned, `p` must point to at least 4 readable bytes.
+#[inline(always)]
+unsafe fn has_our_size<T>(p: *const T) -> bool {
+    !p.is_null()
+        && (p as usize) & (std::mem::align_of::<T>() - 1) == 0
+        && (p as *const u32).read() as usize == std::mem::size_of::<T>()
+}
+
+/// [`read_versioned`] of a NULL or misaligned pointer, or a `struct_size` other than this
+/// version's.
+///
+/// # Safety
+/// As [`read_versioned`].
+#[cold]
+#[inline(never)]
+unsafe fn read_versioned_other<T: Copy>(p: *const T, name: &str, older: &[usize]) -> FfiResult<T> {
     check_ptr(p, name)?;
     let size = (p as *const u32).read() as usize;
     let ours = std::mem::size_of::<T>();

@@ -9,7 +9,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::boundary::{Failure, FfiResult};
 use crate::core_runtime::FfiRuntime;
@@ -33,27 +33,54 @@ static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
     free: Vec::new(),
 });
 
-/// Per entry: the generation of the runtime living there, 0 when none.
-fn live() -> &'static [AtomicU32] {
-    static LIVE: OnceLock<Box<[AtomicU32]>> = OnceLock::new();
-    LIVE.get_or_init(|| (0..MAX_RUNTIMES).map(|_| AtomicU32::new(0)).collect())
+/// Per entry: the generation of the runtime living there, 0 when none (a static array, so
+/// a lookup reads it without a once-initialisation check; untouched pages stay unmapped).
+static LIVE: [AtomicU32; MAX_RUNTIMES] = [const { AtomicU32::new(0) }; MAX_RUNTIMES];
+
+/// The calling thread's cache of the runtime it looked up last, the part a lookup reads:
+/// plain cells without a destructor, so reaching them is one thread-local access and no
+/// state check. `runtime` is kept alive by the reference in [`OWNED`]. While `borrowed`
+/// is above zero, calls on this thread are using the cached runtime by reference: the
+/// entry is then neither replaced nor cleared, so the reference stays valid until the
+/// last of them ends.
+struct Fast {
+    /// The cached runtime's handle; 0 (never a valid handle) when none.
+    handle: Cell<u64>,
+    runtime: Cell<*const FfiRuntime>,
+    borrowed: Cell<u32>,
 }
 
-/// The calling thread's cache of the runtime it looked up last. While `borrowed` is above
-/// zero, calls on this thread are using the cached runtime by reference: the entry is then
-/// neither replaced nor cleared, so the reference stays valid until the last of them ends.
-struct ThreadCache {
-    borrowed: Cell<u32>,
-    entry: RefCell<Option<(u64, Arc<FfiRuntime>)>>,
+/// The reference that keeps the cached runtime alive. Its destructor (thread exit) first
+/// empties the fast cells, so a call made later in the thread's teardown misses the cache
+/// instead of reading a freed runtime.
+struct Owned(RefCell<Option<Arc<FfiRuntime>>>);
+
+impl Drop for Owned {
+    fn drop(&mut self) {
+        let borrowed = FAST.with(|f| {
+            f.handle.set(0);
+            f.runtime.set(std::ptr::null());
+            f.borrowed.get()
+        });
+        if borrowed != 0 {
+            // Unreachable (no call is under way while the thread's locals are torn down),
+            // but a reference in use must never dangle: keep the runtime rather than free it.
+            if let Some(rt) = self.0.get_mut().take() {
+                std::mem::forget(rt);
+            }
+        }
+    }
 }
 
 thread_local! {
-    static CACHE: ThreadCache = const {
-        ThreadCache {
+    static FAST: Fast = const {
+        Fast {
+            handle: Cell::new(0),
+            runtime: Cell::new(std::ptr::null()),
             borrowed: Cell::new(0),
-            entry: RefCell::new(None),
         }
     };
+    static OWNED: Owned = const { Owned(RefCell::new(None)) };
 }
 
 // A panic never happens while the lock is held (only Vec operations), but a poisoned lock
@@ -70,6 +97,8 @@ fn split(handle: u64) -> Option<(usize, u32)> {
     Some(((low - 1) as usize, (handle >> 32) as u32))
 }
 
+#[cold]
+#[inline(never)]
 fn invalid(handle: u64) -> Failure {
     Failure::new(
         SPOT_E_INVALID_HANDLE,
@@ -98,7 +127,7 @@ pub(crate) fn insert(runtime: Arc<FfiRuntime>) -> FfiResult<u64> {
     };
     let e = &mut r.entries[index as usize];
     e.runtime = Some(runtime);
-    live()[index as usize].store(e.generation, Ordering::Release);
+    LIVE[index as usize].store(e.generation, Ordering::Release);
     Ok((u64::from(e.generation) << 32) | (u64::from(index) + 1))
 }
 
@@ -108,54 +137,70 @@ pub(crate) fn insert(runtime: Arc<FfiRuntime>) -> FfiResult<u64> {
 /// shared cache line here. Otherwise (a first or changed handle while a call on this
 /// thread is using the cache, or a thread being torn down) it holds its own reference.
 pub(crate) struct RuntimeRef {
+    /// The runtime; when `cache` is null, a reference of its own (`Arc::into_raw`).
     runtime: *const FfiRuntime,
     /// The thread's cache whose `borrowed` count this reference holds; null when owned.
-    cache: *const ThreadCache,
-    _owned: Option<Arc<FfiRuntime>>,
+    cache: *const Fast,
 }
 
 impl std::ops::Deref for RuntimeRef {
     type Target = FfiRuntime;
+    #[inline]
     fn deref(&self) -> &FfiRuntime {
-        // SAFETY: `runtime` points into `owned`, or into the cache entry, which is not
-        // replaced or cleared while this reference holds the cache's `borrowed` count.
+        // SAFETY: `runtime` is a reference of this RuntimeRef's own, or the cached runtime,
+        // which is not replaced or cleared while this reference holds the cache's
+        // `borrowed` count.
         unsafe { &*self.runtime }
     }
 }
 
 impl Drop for RuntimeRef {
+    #[inline]
     fn drop(&mut self) {
         if !self.cache.is_null() {
             // SAFETY: the cache is the calling thread's (a RuntimeRef is neither Send nor
-            // Sync, raw pointers inside) and lives as long as the thread.
+            // Sync, raw pointers inside) and, having no destructor, lives as long as the
+            // thread.
             let c = unsafe { &*self.cache };
             c.borrowed.set(c.borrowed.get() - 1);
+        } else {
+            // SAFETY: an owned RuntimeRef holds one reference from `Arc::into_raw`.
+            drop(unsafe { Arc::from_raw(self.runtime) });
         }
     }
 }
 
-fn borrowed(c: &ThreadCache, rt: &Arc<FfiRuntime>) -> RuntimeRef {
-    c.borrowed.set(c.borrowed.get() + 1);
-    RuntimeRef {
-        runtime: Arc::as_ptr(rt),
-        cache: c,
-        _owned: None,
+/// The runtime a handle names, kept alive for the caller's use.
+#[inline]
+pub(crate) fn get(handle: u64) -> FfiResult<RuntimeRef> {
+    // The low half is index + 1: 0 wraps to an index beyond the table.
+    let index = (handle as u32).wrapping_sub(1) as usize;
+    match LIVE.get(index) {
+        Some(live) if live.load(Ordering::Acquire) == (handle >> 32) as u32 => {}
+        _ => return Err(invalid(handle)),
+    }
+    let hit = FAST.with(|f| {
+        if f.handle.get() != handle {
+            return None;
+        }
+        f.borrowed.set(f.borrowed.get() + 1);
+        Some(RuntimeRef {
+            runtime: f.runtime.get(),
+            cache: f,
+        })
+    });
+    match hit {
+        Some(r) => Ok(r),
+        None => get_uncached(handle),
     }
 }
 
-/// The runtime a handle names, kept alive for the caller's use.
-pub(crate) fn get(handle: u64) -> FfiResult<RuntimeRef> {
+/// A lookup the thread's cache does not answer: from the registry, caching the runtime
+/// unless a call on this thread is using the cache.
+#[cold]
+#[inline(never)]
+fn get_uncached(handle: u64) -> FfiResult<RuntimeRef> {
     let (index, generation) = split(handle).ok_or_else(|| invalid(handle))?;
-    if live()[index].load(Ordering::Acquire) != generation {
-        return Err(invalid(handle));
-    }
-    let hit = CACHE.try_with(|c| match &*c.entry.borrow() {
-        Some((h, rt)) if *h == handle => Some(borrowed(c, rt)),
-        _ => None,
-    });
-    if let Ok(Some(r)) = hit {
-        return Ok(r);
-    }
     let runtime = {
         let r = registry();
         match r.entries.get(index) {
@@ -166,22 +211,36 @@ pub(crate) fn get(handle: u64) -> FfiResult<RuntimeRef> {
     .ok_or_else(|| invalid(handle))?;
     // A free racing this lookup leaves the runtime closed: calls on it then report
     // SPOT_E_CLOSED, and the next lookup of the freed handle fails its generation check.
-    let cached = CACHE.try_with(|c| {
-        if c.borrowed.get() != 0 {
-            return None;
-        }
-        let mut entry = c.entry.borrow_mut();
-        let rt = &entry.insert((handle, runtime.clone())).1;
-        Some(borrowed(c, rt))
+    let replaced = OWNED.try_with(|o| {
+        FAST.with(|f| {
+            if f.borrowed.get() != 0 {
+                return None;
+            }
+            let old = o.0.replace(Some(runtime.clone()));
+            f.handle.set(handle);
+            f.runtime.set(Arc::as_ptr(&runtime));
+            f.borrowed.set(1);
+            Some((
+                RuntimeRef {
+                    runtime: Arc::as_ptr(&runtime),
+                    cache: f,
+                },
+                old,
+            ))
+        })
     });
-    Ok(match cached {
-        Ok(Some(r)) => r,
-        _ => RuntimeRef {
-            runtime: Arc::as_ptr(&runtime),
+    match replaced {
+        // The previous runtime's reference goes last, with the cache consistent and
+        // borrowed: its drop may be the runtime's last and run host code that calls in.
+        Ok(Some((r, old))) => {
+            drop(old);
+            Ok(r)
+        }
+        _ => Ok(RuntimeRef {
+            runtime: Arc::into_raw(runtime),
             cache: std::ptr::null(),
-            _owned: Some(runtime),
-        },
-    })
+        }),
+    }
 }
 
 /// Removes a runtime from the registry; later lookups of `handle` fail.
@@ -195,18 +254,25 @@ pub(crate) fn remove(handle: u64) -> FfiResult<Arc<FfiRuntime>> {
         };
         let rt = e.runtime.take().expect("checked above");
         e.generation = e.generation.wrapping_add(1).max(1);
-        live()[index].store(0, Ordering::Release);
+        LIVE[index].store(0, Ordering::Release);
         r.free.push(index as u32);
         rt
     };
     // Forget the cached reference unless a call on this thread is using it (then the
     // next lookup's generation check rejects the handle, and the entry goes when replaced).
-    let _ = CACHE.try_with(|c| {
-        if c.borrowed.get() == 0 {
-            let mut entry = c.entry.borrow_mut();
-            if entry.as_ref().is_some_and(|(h, _)| *h == handle) {
-                *entry = None;
+    let _ = OWNED.try_with(|o| {
+        let cached = FAST.with(|f| {
+            if f.borrowed.get() == 0 && f.handle.get() == handle {
+                f.handle.set(0);
+                f.runtime.set(std::ptr::null());
+                true
+            } else {
+                false
             }
+        });
+        if cached {
+            // Not the runtime's last reference: `rt` holds one.
+            drop(o.0.take());
         }
     });
     Ok(rt)

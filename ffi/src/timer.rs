@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use spot_timer_core::{EndResult, TimerSpec};
 
-use crate::boundary::{boundary, read_versioned, write_versioned, Failure, FfiResult, Out};
+use crate::boundary::{boundary, with_versioned, write_versioned, Failure, FfiResult, Out};
 use crate::core_runtime::{stale, timer_id, Payload};
 use crate::handles;
 use crate::status::*;
@@ -64,9 +64,11 @@ pub unsafe extern "C" fn spot_timer_register(
     out_timer: *mut spot_timer,
 ) -> spot_status {
     boundary("spot_timer_register", || {
-        let spec = read_versioned(spec, "spec", &[])?;
-        let out = Out::new(out_timer, "out_timer")?;
-        let spec = spec_from_c(&spec)?;
+        // The spec is read in place. Checks in order: its size, `out_timer`, its fields.
+        let (spec, out) = with_versioned(spec, "spec", &[], |s| {
+            let out = Out::new(out_timer, "out_timer")?;
+            Ok((spec_from_c(s)?, out))
+        })?;
         let ffi = handles::get(rt)?;
         let payload = Payload {
             user_data: user_data as usize,

@@ -91,6 +91,7 @@ impl<P: Send + Sync + 'static> Shared<P> {
     }
 
     /// See [`TimerHandle::cancel_with_notice`].
+    #[inline]
     pub(crate) fn cancel_with_notice(&self, id: TimerId, tag: u64) -> Result<Option<EndResult>> {
         if let Ended::Done(r) = self.cancel_now(id)? {
             return Ok(Some(r));

@@ -274,6 +274,7 @@ impl<P: Clone + Send + Sync + 'static> Runtime<P> {
 
     /// Registers `key` under the authority (`owner_id`, `epoch`) a host kept (the C ABI's
     /// form of [`Owner::register`]; the epoch names the owner, so nothing is looked up).
+    #[inline]
     pub fn register_for(
         &self,
         owner_id: OwnerId,
@@ -311,6 +312,7 @@ impl<P: Clone + Send + Sync + 'static> Runtime<P> {
     }
 
     /// [`TimerHandle::cancel_with_notice`] by id.
+    #[inline]
     pub fn cancel_timer_with_notice(&self, id: TimerId, tag: u64) -> Result<Option<EndResult>> {
         self.shared.cancel_with_notice(id, tag)
     }
