@@ -171,6 +171,7 @@ impl OwnerTable {
             .expect("owner index handed out by this table")
     }
 
+    #[inline]
     pub fn get(&self, index: u32) -> Option<&OwnerEntry> {
         self.entries.get(index as usize)
     }
@@ -209,6 +210,7 @@ impl OwnerTable {
     }
 
     /// The id in entry `index` (what the id map compares).
+    #[inline]
     pub fn id_at(&self, index: u32) -> OwnerId {
         self.entry(index).id.load(Relaxed)
     }

@@ -371,6 +371,7 @@ pub(crate) fn authority_of<P>(rt: &Shared<P>, id: OwnerId) -> Result<(u32, u64)>
 
 /// Resolves an (id, epoch) pair a host kept (the C ABI's authority) without a map lookup:
 /// the epoch names the owner's index.
+#[inline]
 pub(crate) fn authority_by_epoch<P>(rt: &Shared<P>, id: OwnerId, epoch: u64) -> Result<u32> {
     let index = epoch_index(epoch);
     let current = rt
