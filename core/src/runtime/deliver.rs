@@ -189,8 +189,8 @@ impl<P> Shared<P> {
     /// under the owner lock and finished after it is released (release hooks are host code).
     pub(crate) fn end_all_of(&self, owner_index: u32, reason: EndReason, work: &mut Work) {
         let claims = {
-            let inner = self.owners.entry(owner_index).book.lock();
-            self.claim_all_locked(&inner, reason)
+            let book = self.owners.entry(owner_index).book.lock();
+            self.claim_all_locked(&book, reason)
         };
         for (slot, ending, from) in claims {
             self.finish(slot, ending, from, false, work);

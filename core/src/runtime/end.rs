@@ -278,16 +278,16 @@ impl<P> Shared<P> {
         let key = slot.key.load(Relaxed);
         let hash = hash_u64(key);
         let forget_owner = {
-            let mut inner = owner.book.lock();
+            let mut book = owner.book.lock();
             let inflight = slot.inflight.load(Relaxed);
             let to = succession::key_after_end(from, inflight, |p| {
                 p != index && self.still_ending(p, owner_index, key)
             });
             // The key named this generation: it now names `to` (or nothing). Otherwise a
             // newer generation has the key, which may wait for this one's callback.
-            if !inner.replace_key_slot(hash, index, to) && after_callback {
+            if !book.replace_key_slot(hash, index, to) && after_callback {
                 let successor =
-                    inner.find_key(hash, |s| self.slots.slot(s).key.load(Relaxed) == key);
+                    book.find_key(hash, |s| self.slots.slot(s).key.load(Relaxed) == key);
                 if let Some(s) = successor {
                     let next = self.slots.slot(s);
                     if succession::release_successor(index, &next.word, next.inflight.load(Relaxed))
@@ -296,7 +296,7 @@ impl<P> Shared<P> {
                     }
                 }
             }
-            inner.end_live()
+            book.end_live()
         };
         if forget_owner {
             self.forget_owner(owner_index);

@@ -71,14 +71,14 @@ impl<P> Shared<P> {
                 }
             };
             let entry = self.owners.entry(index);
-            let mut inner = entry.book.lock();
-            let claims = self.claim_all_locked(&inner, EndReason::Revoked);
+            let mut book = entry.book.lock();
+            let claims = self.claim_all_locked(&book, EndReason::Revoked);
             let epoch = self.owners.next_epoch(index);
             gate::set_mode(&entry.gate, options.gate);
             entry.epoch.store(epoch, Release);
             entry.deadline.store(deadline, Release);
             let fence = entry.lease_fence.fetch_add(1, AcqRel) + 1;
-            inner.set_released(false);
+            book.set_released(false);
             (index, epoch, fence, claims)
         };
         with_work(now, |work| {
@@ -102,16 +102,16 @@ impl<P> Shared<P> {
             // id either precedes this (which then fails: its epoch moved on) or follows it.
             let _ids = release.then(|| self.owners.ids.write());
             let entry = self.owners.entry(index);
-            let mut inner = entry.book.lock();
+            let mut book = entry.book.lock();
             if entry.epoch.load(Acquire) != epoch {
                 return Err(Error::Revoked);
             }
-            let claims = self.claim_all_locked(&inner, EndReason::Revoked);
+            let claims = self.claim_all_locked(&book, EndReason::Revoked);
             // A fresh epoch nobody holds: every handle of the old authority is stale.
             entry.epoch.store(self.owners.next_epoch(index), Release);
             entry.deadline.store(EXPIRED, Release);
             if release {
-                inner.set_released(true);
+                book.set_released(true);
             }
             claims
         };
@@ -133,10 +133,10 @@ impl<P> Shared<P> {
     pub(crate) fn forget_owner(&self, index: u32) {
         let mut ids = self.owners.ids.write();
         let entry = self.owners.entry(index);
-        let mut inner = entry.book.lock();
+        let mut book = entry.book.lock();
         let id = entry.id.load(Relaxed);
-        if !inner.released()
-            || inner.live() != 0
+        if !book.released()
+            || book.live() != 0
             || ids.get(id, |i| self.owners.id_at(i)) != Some(index)
         {
             return; // acquired again meanwhile, or still ending timers
@@ -145,8 +145,8 @@ impl<P> Shared<P> {
         entry.lease_fence.fetch_add(1, AcqRel);
         entry.epoch.store(self.owners.next_epoch(index), Release);
         entry.deadline.store(EXPIRED, Release);
-        inner.clear();
-        drop(inner);
+        book.clear();
+        drop(book);
         drop(ids);
         self.owners.release(index);
     }

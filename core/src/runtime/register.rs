@@ -74,9 +74,9 @@ impl<P> Shared<P> {
 
         let hash = hash_u64(key);
         let (published, superseded, closed) = {
-            let mut inner = owner.book.lock();
+            let mut book = owner.book.lock();
             if let Err(e) = owner.check(epoch, || now) {
-                drop(inner);
+                drop(book);
                 self.abandon_registration(shard, index, generation);
                 return Err(e);
             }
@@ -84,7 +84,7 @@ impl<P> Shared<P> {
             // The slot whose callback the new generation must wait for, if any (T3).
             let mut wait_for = None;
             // One probe finds the key's slot or the place for it.
-            let old = inner.upsert_key(
+            let old = book.upsert_key(
                 hash,
                 index,
                 |s| self.slots.slot(s).key.load(Relaxed) == key,
@@ -104,7 +104,7 @@ impl<P> Shared<P> {
             if let Some(p) = wait_for {
                 slot.inflight.store(succession::waits_for(p), Relaxed);
             }
-            inner.add_live();
+            book.add_live();
             let w = word::fresh(generation, wait_for.is_some());
             slot.word.store(w, Release);
             // `close` sets `closed`, then takes and releases every owner's lock, then looks
