@@ -78,10 +78,9 @@ impl ReadyQueue {
         self.queue.lock()
     }
 
-    /// Called with the queue locked after taking from it: keeps the fd readable exactly
-    /// while records wait.
-    /// After a host took records: the eventfd is cleared once nothing waits, and the
-    /// queue gives back what a burst grew it to.
+    /// Called with the queue locked after taking from it (a host's exchange, the batch
+    /// callback's turn): keeps the fd readable exactly while records wait, and gives back
+    /// what a burst grew the queue to.
     pub fn after_take(&self, q: &mut Ready) {
         if q.is_empty() {
             self.clear_fd();
