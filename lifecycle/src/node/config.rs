@@ -59,7 +59,7 @@ pub struct NodeConfig {
     /// Told when a Spot closes.
     pub on_close: Option<ClosingCallback>,
     /// Serve the nodes of other processes on this address (port 0: any free port; the
-    /// address bound is recorded in the store with the node, see [`Node::address`]).
+    /// address bound is recorded in the store with the node, see [`Node::address`](super::Node::address)).
     /// None: the node is reached from this process only. A node forwards to other
     /// processes' nodes whether it listens or not.
     pub listen: Option<std::net::SocketAddr>,
