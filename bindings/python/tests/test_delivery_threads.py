@@ -142,8 +142,11 @@ def test_keyboard_interrupt_in_a_handler_reaches_the_main_thread(tmp_path):
 
     script = tmp_path / "interrupt.py"
     script.write_text(
-        "import logging, time\n"
+        "import logging, signal, time\n"
         "import spot_timer as st\n"
+        "# Python must handle SIGINT (a shell that started the tests in the background leaves it\n"
+        "# ignored, and then nothing turns into KeyboardInterrupt).\n"
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
         "errors = []\n"
         "logging.getLogger('spot_timer').addHandler(logging.Handler())\n"
         "class Count(logging.Handler):\n"

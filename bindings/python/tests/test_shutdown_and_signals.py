@@ -63,7 +63,10 @@ def test_shutdown_while_handler_is_running():
 def test_ctrl_c_interrupts_blocking_cancel():
     script = textwrap.dedent(
         """
-        import threading, time, spot_timer as st
+        import signal, threading, time, spot_timer as st
+        # Python must handle SIGINT (a shell that started the tests in the background
+        # leaves it ignored).
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         rt = st.Runtime()
         started = threading.Event()
         def h(tick):
