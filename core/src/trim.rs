@@ -44,6 +44,10 @@ mod tests {
     use super::*;
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "safe code, and its 100,000-element buffers are slow under Miri"
+    )]
     fn a_buffer_trims_only_when_large_and_mostly_empty() {
         let mut v: Vec<u32> = Vec::with_capacity(100_000);
         v.extend(0..60_000);

@@ -54,10 +54,11 @@ mod tests {
             ids.insert(id_of(i), i, id_of);
         }
         assert_eq!(ids.len(), n as usize);
-        assert_eq!(ids.get(1000 + 7 * 1234, id_of), Some(1234));
+        let probe = n / 2 + 17;
+        assert_eq!(ids.get(id_of(probe), id_of), Some(probe));
         assert_eq!(ids.get(1001, id_of), None);
-        ids.remove(1000 + 7 * 1234, id_of);
-        assert_eq!(ids.get(1000 + 7 * 1234, id_of), None);
+        ids.remove(id_of(probe), id_of);
+        assert_eq!(ids.get(id_of(probe), id_of), None);
         assert_eq!(ids.len(), n as usize - 1);
         ids.remove(5, id_of);
         assert_eq!(ids.len(), n as usize - 1, "an unknown id: nothing removed");
