@@ -33,6 +33,7 @@ REL_LIFECYCLE_ENV := LIFECYCLE_STRESS_THREADS=8 LIFECYCLE_STRESS_SPOTS=100000 LI
 REL_PY_ENV := RELIABILITY_PY_TICKS=10000000
 REL_REPLAY_CASES := 5000
 REL_LIMIT := 3600
+REL_MIRI_LIMIT := 3600
 else
 REL_FUZZ_SECS ?= 30
 REL_STRESS_ENV := STRESS_LIVE_TIMERS=1000000 STRESS_CHURN_OPS=1000000 STRESS_CHURN_THREADS=2 \
@@ -43,6 +44,9 @@ REL_LIFECYCLE_ENV := LIFECYCLE_STRESS_THREADS=8 LIFECYCLE_STRESS_SPOTS=100000 LI
 REL_PY_ENV := RELIABILITY_PY_TICKS=1000000
 REL_REPLAY_CASES := 200
 REL_LIMIT := 600
+# Miri interprets the core's whole unit suite: about 500 s here, so its guard leaves room
+# for a slower machine.
+REL_MIRI_LIMIT := 1200
 endif
 
 .PHONY: test-reliability reliability-miri reliability-fuzz reliability-stress \
@@ -61,19 +65,19 @@ ifeq ($(REL_NIGHTLY),yes)
 	@installed=$$(rustup component list --toolchain nightly --installed 2>/dev/null); \
 	  if ! grep -q '^miri' <<<"$$installed" || ! grep -q '^rust-src' <<<"$$installed"; then \
 	    rustup component add miri rust-src --toolchain nightly; fi
-	MIRIFLAGS=-Zmiri-disable-isolation PROPTEST_CASES=4 $(REL_T) $(REL_LIMIT) \
+	MIRIFLAGS=-Zmiri-disable-isolation PROPTEST_CASES=4 $(REL_T) $(REL_MIRI_LIMIT) \
 	  $(CARGO) +nightly miri test -p spot-timer-core --lib 2>&1 | tee $(REL_BUILD)/miri-core.log | grep -E '^test |test result'; \
 	  exit $${PIPESTATUS[0]}
 	# A real runtime (scheduler thread, manual clock) under Miri: records outliving their
 	# runtime, generations, concurrent cancels with a failing release hook, a delivery
 	# session helping a blocking cancel (its thread-local pointer to the unread records and to
 	# the cells of the batch it handed out).
-	MIRIFLAGS=-Zmiri-disable-isolation $(REL_T) $(REL_LIMIT) \
+	MIRIFLAGS=-Zmiri-disable-isolation $(REL_T) $(REL_MIRI_LIMIT) \
 	  $(CARGO) +nightly miri test -p spot-timer-core --test miri_record_lifetime --test contract \
 	  --test delivery_session \
 	  -- record_outlives_its_runtime contract_01 contract_03 a_blocking_cancel dropping_a_session a_batch 2>&1 | tee $(REL_BUILD)/miri-runtime.log \
 	  | grep -E '^test |test result'; exit $${PIPESTATUS[0]}
-	MIRIFLAGS=-Zmiri-disable-isolation $(REL_T) $(REL_LIMIT) \
+	MIRIFLAGS=-Zmiri-disable-isolation $(REL_T) $(REL_MIRI_LIMIT) \
 	  $(CARGO) +nightly miri test -p spot-timer-ffi --no-default-features --lib --test miri_boundary --test fuzz_replay 2>&1 \
 	  | tee $(REL_BUILD)/miri-ffi.log | grep -E '^test |test result'; exit $${PIPESTATUS[0]}
 else
