@@ -15,7 +15,7 @@ BENCH_TARGETS += bench-python
 
 .PHONY: python-install test-python demo-python bench-python lint-python wheel pyright-examples
 
-# `make wheel`: the release wheel (abi3, manylinux tag set by maturin's auditwheel repair)
+# `make wheel`: the release wheel (this CPython's, manylinux tag set by maturin's auditwheel repair)
 # into build/wheels, checked with `auditwheel show`.
 PY_WHEELS := $(BUILD)/wheels
 wheel: $(PY_STAMP) | protoc
@@ -31,7 +31,7 @@ $(PY_STAMP):
 	$(PY) -m pip install -q "maturin>=1.7,<2" "pytest>=7" pytest-timeout "mypy>=1.8" prometheus_client
 	touch $@
 
-# `pip install ./bindings/python`: the PEP 517 build (maturin, abi3 wheel) a user would run.
+# `pip install ./bindings/python`: the PEP 517 build (maturin, a wheel for this CPython) a user would run.
 # The binding links the etcd store (`Store.etcd`), whose client compiles etcd's protobuf
 # files: every cargo build of it needs `protoc` (mk/cluster.mk installs it). Order-only:
 # installing protoc is no reason to rebuild.

@@ -14,7 +14,7 @@ use parking_lot::Mutex;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 
-use spot_lifecycle::{LifecycleError, Node, Outcome, SpotRecord};
+use spot_lifecycle::{LifecycleError, Node, Outcome, SpotCompletion, SpotRecord};
 
 use super::callbacks::Callbacks;
 use super::errors::to_py;
@@ -32,6 +32,33 @@ pub struct Delivery<'a> {
     /// Records received and not yet started (left by a handler that raised
     /// KeyboardInterrupt / SystemExit).
     pub backlog: &'a Mutex<Vec<SpotRecord>>,
+    /// The buffers of the last dispatch, kept for the next one.
+    pub spare: &'a Mutex<Buffers>,
+}
+
+/// A dispatch's buffers: kept between dispatches so that a batch of thousands of records
+/// does not grow a fresh vector (copying it several times) on every exchange.
+#[derive(Default)]
+pub struct Buffers {
+    records: Vec<SpotRecord>,
+    done: Vec<SpotCompletion>,
+}
+
+/// Buffers with room for more records than this are not kept (a dispatch with a large
+/// `max_records` leaves no lasting memory behind).
+const KEEP_AT_MOST: usize = 16_384;
+
+impl Buffers {
+    fn keep(&mut self, mut records: Vec<SpotRecord>, mut done: Vec<SpotCompletion>) {
+        if records.capacity() <= KEEP_AT_MOST {
+            records.clear();
+            self.records = records;
+        }
+        if done.capacity() <= KEEP_AT_MOST {
+            done.clear();
+            self.done = done;
+        }
+    }
 }
 
 impl Delivery<'_> {
@@ -44,10 +71,15 @@ impl Delivery<'_> {
         max: usize,
     ) -> PyResult<usize> {
         let mut records = std::mem::take(&mut *self.backlog.lock());
+        let done = std::mem::take(&mut self.spare.lock().done);
         if records.is_empty() {
-            self.receive(py, &mut records, timeout, max)?;
+            records = std::mem::take(&mut self.spare.lock().records);
+            if let Err(e) = self.receive(py, &mut records, timeout, max) {
+                self.spare.lock().keep(records, done);
+                return Err(e);
+            }
         }
-        self.run(py, handler, records)
+        self.run(py, handler, records, done)
     }
 
     fn receive(
@@ -82,8 +114,9 @@ impl Delivery<'_> {
         py: Python<'_>,
         handler: &Bound<'_, PyAny>,
         mut records: Vec<SpotRecord>,
+        mut done: Vec<SpotCompletion>,
     ) -> PyResult<usize> {
-        let mut done = Vec::with_capacity(records.len());
+        done.reserve(records.len());
         let mut fatal = None;
         let mut processed = 0;
         // By reference: a record is not moved to be run (only what stays is moved out).
@@ -106,7 +139,9 @@ impl Delivery<'_> {
             }
         }
         let rest: Vec<SpotRecord> = records.drain(processed..).collect();
-        drop(records);
+        // The handled records go (their payloads and lane reservations with them) before
+        // the completions are applied; their buffer stays for the next dispatch.
+        records.clear();
         if !rest.is_empty() {
             let mut b = self.backlog.lock();
             let later = std::mem::replace(&mut *b, rest);
@@ -114,12 +149,16 @@ impl Delivery<'_> {
         }
         if !done.is_empty() {
             let node = self.node;
-            match py.detach(|| node.complete(&done)) {
+            let r = py.detach(|| node.complete(&done));
+            self.spare.lock().keep(records, done);
+            match r {
                 Ok(())
                 | Err(LifecycleError::Closed)
                 | Err(LifecycleError::Timer(spot_timer_core::Error::Closed)) => {}
                 Err(e) => return Err(fatal.unwrap_or_else(|| to_py(py, e))),
             }
+        } else {
+            self.spare.lock().keep(records, done);
         }
         match fatal {
             Some(e) => Err(e),

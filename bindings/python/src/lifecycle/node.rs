@@ -26,7 +26,7 @@ use super::args::{
     seconds, u64_arg, Arg,
 };
 use super::callbacks::Callbacks;
-use super::dispatch::Delivery;
+use super::dispatch::{Buffers, Delivery};
 use super::errors::{clear_factory_error, closed, to_py};
 use super::store::PyStore;
 use super::types::types;
@@ -42,6 +42,7 @@ pub struct PyNode {
     store: Py<PyStore>,
     callbacks: Arc<Callbacks>,
     backlog: Mutex<Vec<SpotRecord>>,
+    spare: Mutex<Buffers>,
     closed: AtomicBool,
 }
 
@@ -251,6 +252,7 @@ impl PyNode {
                 store,
                 callbacks,
                 backlog: Mutex::default(),
+                spare: Mutex::default(),
                 closed: AtomicBool::new(false),
             }),
             Err(e) => Err(to_py(py, e)),
@@ -572,6 +574,7 @@ impl PyNode {
             manual: self.manual,
             callbacks: &self.callbacks,
             backlog: &self.backlog,
+            spare: &self.spare,
         }
         .dispatch(py, handler, timeout, max as usize)
     }
