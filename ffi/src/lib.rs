@@ -22,6 +22,7 @@ mod lifecycle_status;
 pub mod metrics;
 pub mod node;
 mod node_handles;
+mod node_inflight;
 pub mod node_types;
 pub mod owner;
 pub mod runtime;

@@ -2,7 +2,6 @@
 //! closing, eviction, and the node's exchange of Spot work. A thin adapter over the
 //! `spot-lifecycle` crate: every rule lives there.
 
-use std::collections::HashMap;
 use std::ffi::{c_char, c_void};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -19,6 +18,7 @@ use crate::boundary::{
 };
 use crate::lifecycle_status::lf;
 use crate::node_handles::HandleTable;
+use crate::node_inflight::InFlight;
 use crate::node_types::*;
 use crate::status::*;
 use crate::store::{opt_str, FfiStore, STORES};
@@ -26,9 +26,8 @@ use crate::types::{clock_from_u32, outcome_from_u32, ClockChoice};
 
 struct FfiNode {
     node: Arc<Node>,
-    /// Records handed to the host and not yet completed, by token: they own the payloads
-    /// the C records point to.
-    inflight: Mutex<HashMap<u64, SpotRecord>>,
+    /// Records handed to the host and not yet completed, by the tokens the host got.
+    inflight: Mutex<InFlight>,
 }
 
 static NODES: HandleTable<FfiNode> = HandleTable::new("node", b'N');
@@ -167,7 +166,7 @@ pub unsafe extern "C" fn spot_node_start(
         ))?;
         out.write(NODES.insert(Arc::new(FfiNode {
             node,
-            inflight: Mutex::new(HashMap::new()),
+            inflight: Mutex::new(InFlight::default()),
         })));
         Ok(())
     })
@@ -365,9 +364,9 @@ pub extern "C" fn spot_node_advance(node: u64, ns: u64) -> spot_status {
 }
 
 /// Takes the records `done` completes: every entry is checked first, so a call with a
-/// bad entry applies nothing (its valid tokens stay awaiting completion).
+/// bad entry applies nothing (its valid tokens stay awaiting completion). Linear in the
+/// call's length: a token given twice is found missing the second time.
 fn complete_all(n: &FfiNode, done: &[spot_node_completion]) -> FfiResult<Vec<SpotCompletion>> {
-    let mut inflight = n.inflight.lock().unwrap_or_else(|e| e.into_inner());
     let mut outcomes = Vec::with_capacity(done.len());
     for (i, c) in done.iter().enumerate() {
         if c.reserved != 0 {
@@ -377,7 +376,13 @@ fn complete_all(n: &FfiNode, done: &[spot_node_completion]) -> FfiResult<Vec<Spo
             ));
         }
         outcomes.push(outcome_from_u32(c.outcome)?);
-        if !inflight.contains_key(&c.token) || done[..i].iter().any(|d| d.token == c.token) {
+    }
+    let mut inflight = n.inflight.lock().unwrap_or_else(|e| e.into_inner());
+    for (i, c) in done.iter().enumerate() {
+        if !inflight.mark(c.token) {
+            for d in &done[..i] {
+                inflight.unmark(d.token);
+            }
             return Err(Failure::new(
                 SPOT_E_INVALID_COMPLETION,
                 format!(
@@ -387,13 +392,15 @@ fn complete_all(n: &FfiNode, done: &[spot_node_completion]) -> FfiResult<Vec<Spo
             ));
         }
     }
-    Ok(done
+    let taken: Vec<SpotRecord> = done
         .iter()
+        .map(|c| inflight.remove(c.token).expect("marked above"))
+        .collect();
+    drop(inflight);
+    Ok(taken
+        .into_iter()
         .zip(outcomes)
-        .map(|(c, outcome)| {
-            let rec = inflight.remove(&c.token).expect("checked above");
-            rec.complete(outcome)
-        })
+        .map(|(rec, outcome)| rec.complete(outcome))
         .collect())
 }
 
@@ -402,7 +409,8 @@ fn c_record(r: &SpotRecord) -> spot_node_record {
         kind: SPOT_WORK_MESSAGE,
         lane: SPOT_LANE_APPLICATION,
         spot_id: r.spot().0,
-        token: r.token(),
+        // Made by the in-flight table when the record goes there.
+        token: 0,
         payload: std::ptr::null(),
         payload_len: 0,
         key: 0,
@@ -465,12 +473,13 @@ pub unsafe extern "C" fn spot_node_exchange(
         let mut batch = Vec::new();
         lf(n.node
             .exchange(&completions, &mut batch, out.capacity(), timeout))?;
-        let records: Vec<spot_node_record> = batch.iter().map(c_record).collect();
         let mut inflight = n.inflight.lock().unwrap_or_else(|e| e.into_inner());
-        for r in batch {
-            inflight.insert(r.token(), r);
-        }
-        out_n.write(out.write_all(records.into_iter()));
+        out_n.write(out.write_all(batch.into_iter().map(|r| {
+            // Read before the record moves into the table (its payload does not move).
+            let mut c = c_record(&r);
+            c.token = inflight.insert(r);
+            c
+        })));
         Ok(())
     })
 }
@@ -487,7 +496,7 @@ pub extern "C" fn spot_node_begin(node: u64, token: u64) -> spot_status {
     boundary("spot_node_begin", || {
         let n = NODES.get(node)?;
         let inflight = n.inflight.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(rec) = inflight.get(&token) else {
+        let Some(rec) = inflight.get(token) else {
             return Err(Failure::new(
                 SPOT_E_INVALID_COMPLETION,
                 format!("token {token:#x} names no record awaiting completion"),
