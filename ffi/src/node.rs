@@ -28,7 +28,13 @@ struct FfiNode {
     node: Arc<Node>,
     /// Records handed to the host and not yet completed, by the tokens the host got.
     inflight: Mutex<InFlight>,
+    /// The buffer an exchange receives records into, kept for the next exchange (a fresh
+    /// one would grow, copying itself, on every exchange of a large batch).
+    batch: Mutex<Vec<SpotRecord>>,
 }
+
+/// A batch buffer with room for more records than this is not kept.
+const KEEP_BATCH_AT_MOST: usize = 16_384;
 
 static NODES: HandleTable<FfiNode> = HandleTable::new("node", b'N');
 
@@ -167,6 +173,7 @@ pub unsafe extern "C" fn spot_node_start(
         out.write(NODES.insert(Arc::new(FfiNode {
             node,
             inflight: Mutex::new(InFlight::default()),
+            batch: Mutex::new(Vec::new()),
         })));
         Ok(())
     })
@@ -392,15 +399,13 @@ fn complete_all(n: &FfiNode, done: &[spot_node_completion]) -> FfiResult<Vec<Spo
             ));
         }
     }
-    let taken: Vec<SpotRecord> = done
+    Ok(done
         .iter()
-        .map(|c| inflight.remove(c.token).expect("marked above"))
-        .collect();
-    drop(inflight);
-    Ok(taken
-        .into_iter()
         .zip(outcomes)
-        .map(|(rec, outcome)| rec.complete(outcome))
+        .map(|(c, outcome)| {
+            let rec = inflight.remove(c.token).expect("marked above");
+            rec.complete(outcome)
+        })
         .collect())
 }
 
@@ -470,16 +475,25 @@ pub unsafe extern "C" fn spot_node_exchange(
             t => Some(Duration::from_nanos(t as u64)),
         };
         let completions = complete_all(&n, done)?;
-        let mut batch = Vec::new();
-        lf(n.node
-            .exchange(&completions, &mut batch, out.capacity(), timeout))?;
-        let mut inflight = n.inflight.lock().unwrap_or_else(|e| e.into_inner());
-        out_n.write(out.write_all(batch.into_iter().map(|r| {
-            // Read before the record moves into the table (its payload does not move).
-            let mut c = c_record(&r);
-            c.token = inflight.insert(r);
-            c
-        })));
+        let mut batch = std::mem::take(&mut *n.batch.lock().unwrap_or_else(|e| e.into_inner()));
+        let r = n
+            .node
+            .exchange(&completions, &mut batch, out.capacity(), timeout);
+        if r.is_ok() {
+            let mut inflight = n.inflight.lock().unwrap_or_else(|e| e.into_inner());
+            // At most `out.capacity()` records: every one is written and kept.
+            out_n.write(out.write_all(batch.drain(..).map(|r| {
+                // Read before the record moves into the table (its payload does not move).
+                let mut c = c_record(&r);
+                c.token = inflight.insert(r);
+                c
+            })));
+        }
+        batch.clear();
+        if batch.capacity() <= KEEP_BATCH_AT_MOST {
+            *n.batch.lock().unwrap_or_else(|e| e.into_inner()) = batch;
+        }
+        lf(r)?;
         Ok(())
     })
 }
