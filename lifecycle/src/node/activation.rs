@@ -11,7 +11,6 @@ use parking_lot::{Condvar, Mutex};
 use super::{LocalSpot, Node, SpotState};
 use crate::error::{LifecycleError, Queue, Result};
 use crate::kind::{SpotId, SpotKind};
-use crate::lane::LaneUse;
 use crate::resolver::{resolve, Resolution};
 use crate::store::Reserved;
 
@@ -330,13 +329,7 @@ impl Node {
             authority: reservation.authority,
             owner,
             state: parking_lot::Mutex::new(SpotState {
-                application: LaneUse::default(),
-                lifecycle: LaneUse::default(),
-                queues: None,
-                in_flight: 0,
-                burst_left: 0,
-                in_hand: super::NOTHING_IN_HAND,
-                burst_done: 0,
+                pending: None,
                 doorbells: 0,
                 closing: false,
                 close_pending: None,

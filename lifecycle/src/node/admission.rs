@@ -299,21 +299,22 @@ impl Node {
             LaneKind::Application => &self.config.application_lane,
             LaneKind::Lifecycle => &self.config.lifecycle_lane,
         };
-        let use_ = match lane {
-            LaneKind::Application => &mut st.application,
-            LaneKind::Lifecycle => &mut st.lifecycle,
-        };
-        let cost = match use_.reserve(limits, lane, len) {
+        let cost = match st.pending().lane(lane).reserve(limits, lane, len) {
             Ok(c) => c,
             Err(e) => {
+                st.settle();
                 self.counters.reject(lane.queue());
                 return Err(e);
             }
         };
+        let give_back = |st: &mut super::SpotState| {
+            st.pending().lane(lane).release(cost);
+            st.settle();
+        };
         let inbound = self.inbound_bytes.fetch_add(len, Relaxed) + len;
         if inbound > self.config.node_inbound_bytes {
             self.inbound_bytes.fetch_sub(len, Relaxed);
-            use_.release(cost);
+            give_back(st);
             self.counters.reject(Queue::NodeInbound);
             return Err(LifecycleError::CapacityExceeded {
                 queue: Queue::NodeInbound,
@@ -321,13 +322,10 @@ impl Node {
         }
         // The doorbell is rung under the Spot's lock so it and the queue cannot be
         // separated by a close; one rung doorbell serves every message queued behind it.
-        if st.queues.as_ref().is_none_or(|q| q.doorbell.is_none()) {
+        if st.pending().queues.doorbell.is_none() {
             if let Err(e) = ring(s, st) {
                 self.inbound_bytes.fetch_sub(len, Relaxed);
-                match lane {
-                    LaneKind::Application => st.application.release(cost),
-                    LaneKind::Lifecycle => st.lifecycle.release(cost),
-                }
+                give_back(st);
                 return Err(match e {
                     spot_timer_core::Error::LeaseExpired => LifecycleError::StaleRoute {
                         spot: s.id,
@@ -342,7 +340,7 @@ impl Node {
             }
         }
         let item = Item { payload, cost };
-        let q = st.queues.get_or_insert_with(Default::default);
+        let q = &mut st.pending().queues;
         match lane {
             LaneKind::Application => q.application.push_back(item),
             LaneKind::Lifecycle => q.lifecycle.push_back(item),
@@ -362,6 +360,6 @@ pub(super) fn ring(s: &LocalSpot, st: &mut super::SpotState) -> spot_timer_core:
         .owner
         .register_id(key, TimerSpec::after(Duration::ZERO), Work::Doorbell, None)?;
     st.doorbells = st.doorbells.wrapping_add(1);
-    st.queues.get_or_insert_with(Default::default).doorbell = Some(id);
+    st.pending().queues.doorbell = Some(id);
     Ok(())
 }

@@ -130,13 +130,16 @@ impl Node {
     fn drop_queued(&self, s: &LocalSpot) {
         let (drained, doorbell) = {
             let mut st = s.state.lock();
-            st.queues.take().map_or((0, None), |q| {
+            let dropped = st.pending.as_mut().map_or((0, None), |p| {
+                let q = std::mem::take(&mut p.queues);
                 for item in q.application.iter().chain(&q.lifecycle) {
                     self.inbound_bytes
                         .fetch_sub(item.cost - ITEM_OVERHEAD_BYTES, Relaxed);
                 }
                 (q.len(), q.doorbell)
-            })
+            });
+            st.settle();
+            dropped
         };
         // The doorbell rung for them must not take the gate any more (a close may wait
         // for it).

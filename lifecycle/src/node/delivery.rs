@@ -98,11 +98,12 @@ impl Node {
             return;
         };
         let mut st = s.state.lock();
-        if let Some(q) = st.queues.as_mut() {
-            if q.doorbell == Some(core.timer_id()) {
-                q.doorbell = None;
+        if let Some(p) = st.pending.as_mut() {
+            if p.queues.doorbell == Some(core.timer_id()) {
+                p.queues.doorbell = None;
             }
         }
+        st.settle();
         if st.closing {
             // Nothing of a closing Spot starts any more; completed at once, so the gate it
             // took is free for the close that may wait for it.
@@ -115,10 +116,14 @@ impl Node {
             Work::Doorbell => self.hand_burst(&s, &mut st, core, room, out),
             Work::Timer(user) => {
                 let limits = self.config.application_lane;
-                match st.application.reserve(&limits, LaneKind::Application, 0) {
+                let pending = st.pending();
+                match pending
+                    .application
+                    .reserve(&limits, LaneKind::Application, 0)
+                {
                     Ok(cost) => {
-                        st.in_flight += 1;
-                        st.in_hand = core.token();
+                        pending.in_flight += 1;
+                        pending.in_hand = core.token();
                         st.mark_busy();
                         out.push(SpotRecord::Tick(SpotTick {
                             standing: s.clone(),
@@ -131,6 +136,7 @@ impl Node {
                     }
                     Err(_) => {
                         // Kept, not lost: retried when the gate is next free (T9).
+                        st.settle();
                         drop(st);
                         self.counters.ticks_deferred.fetch_add(1, Relaxed);
                         self.deferred.lock().push(core.complete(Outcome::Deferred));
@@ -151,18 +157,19 @@ impl Node {
         room: usize,
         out: &mut Vec<SpotRecord>,
     ) {
-        let queued = st.queues.as_ref().map_or(0, |q| q.len());
+        let queued = st.queues().map_or(0, |q| q.len());
         let take = queued.min(room).min(BURST_LIMIT);
         if take == 0 {
             // Its messages were dropped meanwhile: the doorbell ends, its gate is free.
             self.deferred.lock().push(core.complete(Outcome::Ok));
             return;
         }
-        st.in_hand = core.token();
-        st.burst_done = 0;
+        let pending = st.pending();
+        pending.in_hand = core.token();
+        pending.burst_done = 0;
         let burst = Arc::new(Burst::new(s.clone(), core));
         out.reserve(take);
-        let q = st.queues.as_mut().expect("counted above");
+        let q = &mut pending.queues;
         for index in 0..take as u32 {
             let (lane, item) = match q.lifecycle.pop_front() {
                 Some(i) => (LaneKind::Lifecycle, i),
@@ -181,13 +188,9 @@ impl Node {
                 cost: item.cost,
             }));
         }
-        if take == queued {
-            // Nothing left: an idle Spot keeps no queue.
-            st.queues = None;
-        }
-        st.in_flight += take as u32;
-        st.burst_left = take as u32;
-        if take < queued && st.queues.as_ref().is_some_and(|q| q.doorbell.is_none()) {
+        pending.in_flight += take as u32;
+        pending.burst_left = take as u32;
+        if take < queued && pending.queues.doorbell.is_none() {
             // Waits behind this burst's gate. If the authority ended, the messages stay
             // until the Spot's close drops them (counted).
             let _ = super::admission::ring(s, st);
@@ -236,6 +239,7 @@ impl Node {
                     )));
                 }
             }
+            st.settle();
             st.note_finished(now);
         }
         invalid
@@ -261,36 +265,35 @@ impl Node {
         c: &SpotCompletion,
         core: &mut Vec<Completion>,
     ) -> bool {
-        if st.in_hand != c.core.token {
+        if st.in_hand() != c.core.token {
             return false;
         }
+        let closing = st.closing;
+        let pending = st.pending();
         if c.message {
             let bit = 1u64 << c.index;
-            if st.burst_done & bit != 0 {
+            if pending.burst_done & bit != 0 {
                 return false;
             }
-            st.burst_done |= bit;
+            pending.burst_done |= bit;
             self.count_message_end(c);
         }
-        if st.closing {
+        if closing {
             // The record's timer ends here rather than coming back for a closing Spot (and
             // taking the gate its close waits for).
             let _ = self.rt.cancel_timer_nowait(c.timer);
         }
-        match c.lane {
-            LaneKind::Application => st.application.release(c.cost),
-            LaneKind::Lifecycle => st.lifecycle.release(c.cost),
-        }
-        st.in_flight -= 1;
+        pending.lane(c.lane).release(c.cost);
+        pending.in_flight -= 1;
         if !c.message {
-            st.in_hand = super::NOTHING_IN_HAND;
+            pending.in_hand = super::NOTHING_IN_HAND;
             core.push(c.core);
             return true;
         }
-        st.burst_left -= 1;
-        if st.burst_left == 0 {
+        pending.burst_left -= 1;
+        if pending.burst_left == 0 {
             // The doorbell is delivered (it ends) whether or not its messages started.
-            st.in_hand = super::NOTHING_IN_HAND;
+            pending.in_hand = super::NOTHING_IN_HAND;
             core.push(Completion::new(c.core.token, Outcome::Ok));
         }
         true

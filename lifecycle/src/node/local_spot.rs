@@ -2,59 +2,23 @@
 //! lanes' use, its queued messages and their doorbell, the record in the host's hands and
 //! its place in the eviction catalog. The ground rules are the node's (see `node`).
 
-use std::collections::VecDeque;
 use std::sync::atomic::AtomicBool;
 
 use parking_lot::Mutex;
 use spot_timer_core::{Nanos, Owner};
 
 use super::config::CloseReason;
+use super::pending::{Pending, Queues, NOTHING_IN_HAND};
 use crate::catalog::{Place, BUSY};
 use crate::kind::{SpotId, SpotKind};
 use crate::lane::{LaneKind, LaneUse};
 use crate::store::Authority;
 use crate::timer_work::Work;
 
-/// One queued message.
-pub(super) struct Item {
-    pub(super) payload: Box<[u8]>,
-    pub(super) cost: u64,
-}
-
-/// A Spot's queued messages, one FIFO per lane, and the doorbell rung for them.
-#[derive(Default)]
-pub(super) struct Queues {
-    pub(super) application: VecDeque<Item>,
-    pub(super) lifecycle: VecDeque<Item>,
-    /// The doorbell rung for the queued messages and not handed over yet (cancelled when
-    /// they are dropped).
-    pub(super) doorbell: Option<spot_timer_core::TimerId>,
-}
-
-impl Queues {
-    pub(super) fn len(&self) -> usize {
-        self.application.len() + self.lifecycle.len()
-    }
-}
-
 /// What a Spot holds, under its mutex.
 pub(crate) struct SpotState {
-    pub(super) application: LaneUse,
-    pub(super) lifecycle: LaneUse,
-    /// The queued messages; none while nothing is queued (an idle Spot keeps no queue).
-    pub(super) queues: Option<Box<Queues>>,
-    /// Records of this Spot handed to the host and not yet completed.
-    pub(super) in_flight: u32,
-    /// Messages of the burst in flight not yet completed: its doorbell's record completes
-    /// (and frees the gate) with the last of them.
-    pub(super) burst_left: u32,
-    /// The token of the runtime's record in the host's hands (a tick, or the doorbell of
-    /// a burst; `NOTHING_IN_HAND`: none): the Spot's serial gate lets only one be out at a
-    /// time. A completion for any other record, or a second one for a message
-    /// (`burst_done`), is refused.
-    pub(super) in_hand: u64,
-    /// The messages of the burst in hand that have completed (bit = place in the burst).
-    pub(super) burst_done: u64,
+    /// Its work; none while it has none (an idle Spot keeps no lanes, queues or burst).
+    pub(super) pending: Option<Box<Pending>>,
     /// Doorbells rung so far (their keys).
     pub(super) doorbells: u32,
     /// A close is in progress: nothing more is admitted.
@@ -66,13 +30,43 @@ pub(crate) struct SpotState {
     pub(super) place: Option<Place>,
 }
 
-/// `SpotState::in_hand` when no record is (a token names a slot below 2^24 in its top
-/// half, so it is never this).
-pub(super) const NOTHING_IN_HAND: u64 = u64::MAX;
-
 impl SpotState {
+    /// The Spot's work, made present (empty) if it had none.
+    pub(super) fn pending(&mut self) -> &mut Pending {
+        self.pending.get_or_insert_with(Box::default)
+    }
+
+    /// Lets go of the Spot's work once it holds none, so an idle Spot keeps no box.
+    /// Called after every change that can empty it.
+    pub(super) fn settle(&mut self) {
+        if self.pending.as_ref().is_some_and(|p| p.is_empty()) {
+            self.pending = None;
+        }
+    }
+
+    /// The token of the runtime's record in the host's hands (`NOTHING_IN_HAND`: none).
+    pub(super) fn in_hand(&self) -> u64 {
+        self.pending.as_ref().map_or(NOTHING_IN_HAND, |p| p.in_hand)
+    }
+
+    /// The queued messages (none when the Spot has no work).
+    pub(super) fn queues(&self) -> Option<&Queues> {
+        self.pending.as_ref().map(|p| &p.queues)
+    }
+
+    pub(super) fn lane_use(&self, lane: LaneKind) -> LaneUse {
+        self.pending
+            .as_ref()
+            .map_or_else(LaneUse::default, |p| match lane {
+                LaneKind::Application => p.application,
+                LaneKind::Lifecycle => p.lifecycle,
+            })
+    }
+
     pub(super) fn quiescent(&self) -> bool {
-        self.in_flight == 0 && self.application.items == 0 && self.lifecycle.items == 0
+        self.pending
+            .as_ref()
+            .is_none_or(|p| p.in_flight == 0 && p.application.items == 0 && p.lifecycle.items == 0)
     }
 
     /// The Spot has work queued or handed over.
@@ -131,11 +125,7 @@ impl crate::burst::Standing for LocalSpot {
 
 impl LocalSpot {
     pub(super) fn lane_use(&self, lane: LaneKind) -> LaneUse {
-        let st = self.state.lock();
-        match lane {
-            LaneKind::Application => st.application,
-            LaneKind::Lifecycle => st.lifecycle,
-        }
+        self.state.lock().lane_use(lane)
     }
 
     pub(super) fn set_closing(&self, st: &mut SpotState, closing: bool) {
@@ -144,3 +134,8 @@ impl LocalSpot {
             .store(closing, std::sync::atomic::Ordering::Release);
     }
 }
+
+// An idle Spot costs the node this object (plus the Arc's two counters): keep it from
+// growing back.
+const _: () = assert!(std::mem::size_of::<LocalSpot>() <= 104);
+const _: () = assert!(std::mem::size_of::<SpotState>() <= 32);

@@ -20,7 +20,7 @@
 //! - A Spot with queued messages has one doorbell rung (`Queues::doorbell`): rung when
 //!   its lanes go from empty to not empty, and again when a burst leaves messages behind.
 //!   A doorbell's record hands the host a burst of up to `BURST_LIMIT` messages and holds
-//!   the Spot's gate until the last of them completed (`SpotState::burst_left`).
+//!   the Spot's gate until the last of them completed (`Pending::burst_left`).
 //!
 //! Split by role: `activation` (creation, L3), `admission` (send, routing, L4, L6),
 //! `delivery` (exchange and completion), `closing` (close and idle eviction, L5); a Spot's
@@ -32,6 +32,7 @@ mod closing;
 mod config;
 mod delivery;
 mod local_spot;
+mod pending;
 mod stats;
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -57,7 +58,8 @@ const REMOTE_ANSWER_MARGIN: Duration = Duration::from_secs(10);
 pub(crate) use activation::Attempt;
 pub use config::{CloseReason, ClosingCallback, Factory, NodeConfig};
 pub(crate) use local_spot::LocalSpot;
-use local_spot::{Item, SpotState, NOTHING_IN_HAND};
+use local_spot::SpotState;
+use pending::{Item, NOTHING_IN_HAND};
 use stats::Counters;
 pub use stats::NodeStats;
 
