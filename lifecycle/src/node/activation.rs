@@ -306,6 +306,16 @@ impl Node {
             self.counters.creation_failures.fetch_add(1, Relaxed);
             e
         };
+        // The Spot keeps only its authority's epoch: the node is this one.
+        if reservation.authority.node != self.id {
+            return Err(fail(LifecycleError::Store(
+                format!(
+                    "spot {id}: the store reserved it for node {} when node {} asked",
+                    reservation.authority.node.0, self.id.0
+                )
+                .into(),
+            )));
+        }
         if let Some(factory) = &self.config.factory {
             self.counters.factory_runs.fetch_add(1, Relaxed);
             let made = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| factory(id, kind)))
@@ -326,7 +336,7 @@ impl Node {
             id,
             kind,
             generation: reservation.generation,
-            authority: reservation.authority,
+            epoch: reservation.authority.epoch,
             owner,
             state: parking_lot::Mutex::new(SpotState {
                 pending: None,

@@ -173,7 +173,11 @@ impl Node {
             self.catalog.lock().remove(p);
         }
         self.publish_active();
-        let _ = self.store.release(s.id, s.authority);
+        let authority = crate::store::Authority {
+            node: self.id,
+            epoch: s.epoch,
+        };
+        let _ = self.store.release(s.id, authority);
         match reason {
             CloseReason::IdleEvicted => self.counters.evicted.fetch_add(1, Relaxed),
             _ => self.counters.closed.fetch_add(1, Relaxed),

@@ -12,7 +12,6 @@ use super::pending::{Pending, Queues, NOTHING_IN_HAND};
 use crate::catalog::{Place, BUSY};
 use crate::kind::{SpotId, SpotKind};
 use crate::lane::{LaneKind, LaneUse};
-use crate::store::Authority;
 use crate::timer_work::Work;
 
 /// What a Spot holds, under its mutex.
@@ -95,7 +94,9 @@ pub(crate) struct LocalSpot {
     pub(super) id: SpotId,
     pub(super) kind: SpotKind,
     pub(super) generation: u64,
-    pub(super) authority: Authority,
+    /// The epoch of its authority (the authority's node is this node: a reservation is
+    /// made for the node that asks, see `Node::activate_once`).
+    pub(super) epoch: u64,
     pub(super) owner: Owner<Work>,
     pub(super) state: Mutex<SpotState>,
     /// Mirrors `state.closing` for the start check, which takes no lock (records of the
@@ -137,5 +138,5 @@ impl LocalSpot {
 
 // An idle Spot costs the node this object (plus the Arc's two counters): keep it from
 // growing back.
-const _: () = assert!(std::mem::size_of::<LocalSpot>() <= 104);
+const _: () = assert!(std::mem::size_of::<LocalSpot>() <= 96);
 const _: () = assert!(std::mem::size_of::<SpotState>() <= 32);
