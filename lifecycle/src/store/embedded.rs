@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
 
+use super::compact_record::{CompactRecord, NodeNumbers};
 use super::*;
 use crate::error::LifecycleError;
 use crate::kind::SpotMap;
@@ -15,7 +16,9 @@ use crate::kind::SpotMap;
 #[derive(Default)]
 struct State {
     revision: u64,
-    records: SpotMap<(LocationRecord, u64)>,
+    records: SpotMap<CompactRecord>,
+    /// The numbers the records name their owner nodes by.
+    node_numbers: NodeNumbers,
     /// Object generations of ids whose records were released: a re-creation continues
     /// from here.
     generations: SpotMap<u64>,
@@ -59,15 +62,16 @@ impl EmbeddedStore {
             n.status = NodeStatus::Gone;
             n.active = 0;
         }
+        let number = s.node_numbers.get(node);
         let gone: Vec<SpotId> = s
             .records
             .iter()
-            .filter(|(_, (r, _))| r.authority.node == node)
+            .filter(|(_, r)| Some(r.node) == number)
             .map(|(id, _)| *id)
             .collect();
         for id in gone {
-            if let Some((r, _)) = s.records.remove(&id) {
-                s.generations.insert(id, r.object_generation);
+            if let Some(r) = s.records.remove(&id) {
+                s.generations.insert(id, r.generation());
             }
         }
         s.revision += 1;
@@ -163,7 +167,8 @@ impl LocationStore for EmbeddedStore {
 
     fn read(&self, spot: SpotId) -> Result<StoreView> {
         let s = self.state.lock();
-        let record = s.records.get(&spot).map(|(r, _)| *r);
+        let held = s.records.get(&spot);
+        let record = held.map(|r| r.record(&s.node_numbers));
         let owner_status = record.map(|r| {
             s.nodes
                 .get(&r.authority.node)
@@ -172,7 +177,7 @@ impl LocationStore for EmbeddedStore {
         Ok(StoreView {
             record,
             owner_status,
-            revision: s.records.get(&spot).map_or(s.revision, |(_, rev)| *rev),
+            revision: held.map_or(s.revision, |r| r.changed_at),
         })
     }
 
@@ -189,6 +194,7 @@ impl LocationStore for EmbeddedStore {
                 format!("node {} is not a live node of this store", node.0).into(),
             ));
         }
+        let number = s.node_numbers.number(node)?;
         s.revision += 1;
         let rev = s.revision;
         let generation = s.generations.get(&spot).copied().unwrap_or(0) + 1;
@@ -199,7 +205,8 @@ impl LocationStore for EmbeddedStore {
             authority,
             object_generation: generation,
         };
-        s.records.insert(spot, (record, rev));
+        s.records
+            .insert(spot, CompactRecord::new(&record, number, rev));
         self.changed.notify_all();
         Ok(Some(Reservation {
             spot,
@@ -213,26 +220,29 @@ impl LocationStore for EmbeddedStore {
         let mut s = self.state.lock();
         s.revision += 1;
         let rev = s.revision;
-        let Some((record, at)) = s.records.get_mut(&r.spot) else {
+        let number = s.node_numbers.get(r.authority.node);
+        let s = &mut *s;
+        let Some(held) = s.records.get_mut(&r.spot) else {
             return Err(LifecycleError::Store("the reservation is gone".into()));
         };
-        if record.authority != r.authority || record.state != LocationState::Creating {
+        if !held.held_by(r.authority, number) || held.state() != LocationState::Creating {
             return Err(LifecycleError::Store(
                 "the reservation was fenced off by a newer authority".into(),
             ));
         }
-        record.state = LocationState::Ready;
-        *at = rev;
-        let out = *record;
+        held.set_state(LocationState::Ready);
+        held.changed_at = rev;
+        let out = held.record(&s.node_numbers);
         self.changed.notify_all();
         Ok(out)
     }
 
     fn abort(&self, r: &Reservation) {
         let mut s = self.state.lock();
+        let number = s.node_numbers.get(r.authority.node);
         if s.records
             .get(&r.spot)
-            .is_some_and(|(rec, _)| rec.authority == r.authority)
+            .is_some_and(|held| held.held_by(r.authority, number))
         {
             s.records.remove(&r.spot);
             s.revision += 1;
@@ -242,9 +252,10 @@ impl LocationStore for EmbeddedStore {
 
     fn release(&self, spot: SpotId, authority: Authority) -> Result<()> {
         let mut s = self.state.lock();
+        let number = s.node_numbers.get(authority.node);
         match s.records.get(&spot) {
-            Some((r, _)) if r.authority == authority => {
-                let generation = r.object_generation;
+            Some(r) if r.held_by(authority, number) => {
+                let generation = r.generation();
                 s.records.remove(&spot);
                 s.generations.insert(spot, generation);
                 s.revision += 1;
@@ -259,7 +270,7 @@ impl LocationStore for EmbeddedStore {
 
     fn wait_change(&self, spot: SpotId, seen: u64, timeout: Duration) {
         let mut s = self.state.lock();
-        let unchanged = |s: &State| s.records.get(&spot).is_some_and(|(_, rev)| *rev == seen);
+        let unchanged = |s: &State| s.records.get(&spot).is_some_and(|r| r.changed_at == seen);
         if unchanged(&s) {
             let _ = self.changed.wait_for(&mut s, timeout);
         }
