@@ -353,7 +353,7 @@ impl Node {
         // the store — waits on that lock: nothing is admitted before the commit, and the
         // creator's message is the first.
         let mut st = spot.state.lock();
-        self.spots.write().insert(id, spot.clone());
+        self.spots.write().insert(spot.clone());
         if let Err(e) = self.store.commit_ready(&reservation) {
             spot.set_closing(&mut st, true);
             if let Some(p) = st.place.take() {

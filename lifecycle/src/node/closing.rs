@@ -220,7 +220,7 @@ impl Node {
                 self.finish_close(&s, r, false);
             }
         }
-        let all: Vec<Arc<LocalSpot>> = self.spots.read().values().cloned().collect();
+        let all: Vec<Arc<LocalSpot>> = self.spots.read().iter().cloned().collect();
         for s in all {
             self.close_spot(&s, CloseReason::NodeShutdown, false);
         }

@@ -27,6 +27,7 @@
 //! state in `local_spot`, the configuration in `config`, the counters in `stats`.
 
 mod activation;
+mod active_spots;
 mod admission;
 mod closing;
 mod config;
@@ -56,6 +57,7 @@ use crate::transport::{PeerServer, Remotes};
 const REMOTE_ANSWER_MARGIN: Duration = Duration::from_secs(10);
 
 pub(crate) use activation::Attempt;
+use active_spots::ActiveSpots;
 pub use config::{CloseReason, ClosingCallback, Factory, NodeConfig};
 pub(crate) use local_spot::LocalSpot;
 use local_spot::SpotState;
@@ -80,7 +82,7 @@ pub struct Node {
     rt: Runtime<Work>,
     store: Arc<dyn LocationStore>,
     cluster: Option<Arc<Cluster>>,
-    spots: RwLock<SpotMap<Arc<LocalSpot>>>,
+    spots: RwLock<ActiveSpots>,
     attempts: Mutex<SpotMap<Arc<Attempt>>>,
     routes: Mutex<SpotMap<NodeId>>,
     catalog: Mutex<Catalog<Arc<LocalSpot>>>,
@@ -333,7 +335,7 @@ impl Node {
         let mut out: Vec<RelocationTarget> = self
             .spots
             .read()
-            .values()
+            .iter()
             .filter(|s| crate::kind::relocatable(s.kind))
             .map(|s| RelocationTarget::Spot(s.id, s.kind))
             .collect();
