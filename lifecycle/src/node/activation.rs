@@ -332,6 +332,18 @@ impl Node {
             .acquire_owner(id.0, self.owner_options())
             .map_err(|e| fail(e.into()))?;
         let now = self.rt.now();
+        let place = if crate::kind::evictable(kind) {
+            let Some(p) = self.catalog.reserve(now) else {
+                let _ = owner.release();
+                self.counters.reject(Queue::Activation);
+                return Err(fail(LifecycleError::CapacityExceeded {
+                    queue: Queue::Activation,
+                }));
+            };
+            Some(p)
+        } else {
+            None
+        };
         let spot = Arc::new(LocalSpot {
             id,
             kind,
@@ -343,7 +355,7 @@ impl Node {
                 doorbells: 0,
                 closing: false,
                 close_pending: None,
-                place: crate::kind::evictable(kind).then(|| self.catalog.lock().reserve(now)),
+                place,
             }),
             closing: Default::default(),
         });
@@ -357,7 +369,7 @@ impl Node {
         if let Err(e) = self.store.commit_ready(&reservation) {
             spot.set_closing(&mut st, true);
             if let Some(p) = st.place.take() {
-                self.catalog.lock().remove(p);
+                self.catalog.remove(p);
             }
             drop(st);
             self.spots.write().remove(&id);
@@ -365,7 +377,7 @@ impl Node {
             return Err(fail(e));
         }
         if let Some(p) = &st.place {
-            self.catalog.lock().fill(p, spot.clone());
+            self.catalog.fill(p, spot.clone());
         }
         self.counters.created.fetch_add(1, Relaxed);
         if let Some((lane, payload)) = first.take() {

@@ -345,7 +345,7 @@ impl Node {
             LaneKind::Application => q.application.push_back(item),
             LaneKind::Lifecycle => q.lifecycle.push_back(item),
         }
-        st.mark_busy();
+        st.mark_busy(&self.catalog);
         self.counters.messages_admitted.fetch_add(1, Relaxed);
         debug_assert!(cost >= ITEM_OVERHEAD_BYTES);
         Ok(())

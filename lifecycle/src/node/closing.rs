@@ -41,7 +41,6 @@ impl Node {
         // further.
         let examined = self
             .catalog
-            .lock()
             .next_batch(&mut batch, |since| now.saturating_sub(since) >= timeout);
         self.counters.eviction_passes.fetch_add(1, Relaxed);
         self.counters
@@ -51,7 +50,11 @@ impl Node {
         for s in batch {
             let idle = {
                 let st = s.state.lock();
-                !st.closing && st.quiescent() && st.idle_for(now).is_some_and(|d| d >= timeout)
+                !st.closing
+                    && st.quiescent()
+                    && st
+                        .idle_for(&self.catalog, now)
+                        .is_some_and(|d| d >= timeout)
             };
             if idle && self.close_spot(&s, CloseReason::IdleEvicted, true) {
                 evicted += 1;
@@ -170,7 +173,7 @@ impl Node {
         self.occupied.fetch_sub(1, Relaxed);
         let place = s.state.lock().place.take();
         if let Some(p) = place {
-            self.catalog.lock().remove(p);
+            self.catalog.remove(p);
         }
         self.publish_active();
         let authority = crate::store::Authority {

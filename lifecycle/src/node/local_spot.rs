@@ -3,13 +3,14 @@
 //! its place in the eviction catalog. The ground rules are the node's (see `node`).
 
 use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 use parking_lot::Mutex;
 use spot_timer_core::{Nanos, Owner};
 
 use super::config::CloseReason;
 use super::pending::{Pending, Queues, NOTHING_IN_HAND};
-use crate::catalog::{Place, BUSY};
+use crate::catalog::{Catalog, Place, BUSY};
 use crate::kind::{SpotId, SpotKind};
 use crate::lane::{LaneKind, LaneUse};
 use crate::timer_work::Work;
@@ -68,23 +69,23 @@ impl SpotState {
             .is_none_or(|p| p.in_flight == 0 && p.application.items == 0 && p.lifecycle.items == 0)
     }
 
-    /// The Spot has work queued or handed over.
-    pub(super) fn mark_busy(&self) {
+    /// The Spot has work queued or handed over (noted in `catalog`, the node's).
+    pub(super) fn mark_busy(&self, catalog: &Catalog<Arc<LocalSpot>>) {
         if let Some(p) = &self.place {
-            p.set(BUSY);
+            catalog.set(p, BUSY);
         }
     }
 
     /// Work of the Spot completed at `now`: idle from now if none is left.
-    pub(super) fn note_finished(&self, now: Nanos) {
+    pub(super) fn note_finished(&self, catalog: &Catalog<Arc<LocalSpot>>, now: Nanos) {
         if let Some(p) = self.place.as_ref().filter(|_| self.quiescent()) {
-            p.set(now);
+            catalog.set(p, now);
         }
     }
 
     /// How long the Spot has been quiescent at `now` (None: busy, or not evictable).
-    pub(super) fn idle_for(&self, now: Nanos) -> Option<Nanos> {
-        let since = self.place.as_ref()?.get();
+    pub(super) fn idle_for(&self, catalog: &Catalog<Arc<LocalSpot>>, now: Nanos) -> Option<Nanos> {
+        let since = catalog.get(self.place.as_ref()?);
         (since != BUSY).then(|| now.saturating_sub(since))
     }
 }
@@ -138,5 +139,5 @@ impl LocalSpot {
 
 // An idle Spot costs the node this object (plus the Arc's two counters): keep it from
 // growing back.
-const _: () = assert!(std::mem::size_of::<LocalSpot>() <= 96);
-const _: () = assert!(std::mem::size_of::<SpotState>() <= 32);
+const _: () = assert!(std::mem::size_of::<LocalSpot>() <= 88);
+const _: () = assert!(std::mem::size_of::<SpotState>() <= 24);
