@@ -353,11 +353,9 @@ impl Node {
             state: parking_lot::Mutex::new(SpotState {
                 pending: None,
                 doorbells: 0,
-                closing: false,
-                close_pending: None,
                 place,
             }),
-            closing: Default::default(),
+            close: Default::default(),
         });
         // Publication (L3): the Spot enters the admission view with its lock held, then
         // Ready is committed, then the creating call's message is admitted, then the lock
@@ -367,7 +365,7 @@ impl Node {
         let mut st = spot.state.lock();
         self.spots.write().insert(spot.clone());
         if let Err(e) = self.store.commit_ready(&reservation) {
-            spot.set_closing(&mut st, true);
+            spot.close.set_closing(true);
             if let Some(p) = st.place.take() {
                 self.catalog.remove(p);
             }

@@ -288,7 +288,7 @@ impl Node {
         payload: Box<[u8]>,
     ) -> Result<()> {
         let len = payload.len() as u64;
-        if st.closing {
+        if s.close.closing() {
             self.counters.stale_routes.fetch_add(1, Relaxed);
             return Err(LifecycleError::StaleRoute {
                 spot: s.id,

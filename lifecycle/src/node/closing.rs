@@ -50,7 +50,7 @@ impl Node {
         for s in batch {
             let idle = {
                 let st = s.state.lock();
-                !st.closing
+                !s.close.closing()
                     && st.quiescent()
                     && st
                         .idle_for(&self.catalog, now)
@@ -77,23 +77,26 @@ impl Node {
         quiescent_only: bool,
     ) -> bool {
         {
-            let mut st = s.state.lock();
-            if st.closing || (quiescent_only && !st.quiescent()) {
+            let st = s.state.lock();
+            if s.close.closing() || (quiescent_only && !st.quiescent()) {
                 return false;
             }
-            s.set_closing(&mut st, true);
+            s.close.set_closing(true);
         }
         // No work of the Spot may be running or about to run: its gate.
         let gate = s.owner.try_enter_gate();
         if !gate {
             if quiescent_only {
-                let mut st = s.state.lock();
-                s.set_closing(&mut st, false);
+                let _st = s.state.lock();
+                s.close.set_closing(false);
                 return false;
             }
             if !self.closed.load(Acquire) {
                 self.drop_queued(s);
-                s.state.lock().close_pending = Some(reason);
+                {
+                    let _st = s.state.lock();
+                    s.close.set_pending(reason);
+                }
                 self.closing.lock().push(s.clone());
                 // The record may have completed before the close was marked pending.
                 self.retry_closes();
@@ -118,7 +121,10 @@ impl Node {
             if !s.owner.try_enter_gate() {
                 continue; // still running: its completion comes back here
             }
-            let reason = s.state.lock().close_pending.take();
+            let reason = {
+                let _st = s.state.lock();
+                s.close.take_pending()
+            };
             self.closing.lock().retain(|x| !Arc::ptr_eq(x, &s));
             match reason {
                 Some(r) => self.finish_close(&s, r, true),
@@ -218,7 +224,10 @@ impl Node {
         // Closes still waiting for a running record end now, as every other Spot.
         let waiting = std::mem::take(&mut *self.closing.lock());
         for s in waiting {
-            let pending = s.state.lock().close_pending.take();
+            let pending = {
+                let _st = s.state.lock();
+                s.close.take_pending()
+            };
             if let Some(r) = pending {
                 self.finish_close(&s, r, false);
             }

@@ -104,7 +104,7 @@ impl Node {
             }
         }
         st.settle();
-        if st.closing {
+        if s.close.closing() {
             // Nothing of a closing Spot starts any more; completed at once, so the gate it
             // took is free for the close that may wait for it.
             drop(st);
@@ -231,7 +231,7 @@ impl Node {
             };
             let mut st = s.state.lock();
             for c in group {
-                if !self.finish_one(&mut st, c, core) && invalid.is_none() {
+                if !self.finish_one(&s, &mut st, c, core) && invalid.is_none() {
                     invalid = Some(LifecycleError::InvalidArgument(format!(
                         "a completion of Spot {} names no record in the host's hands (given \
                          twice, or made up); the others were applied",
@@ -261,6 +261,7 @@ impl Node {
     /// names no record in the host's hands.
     fn finish_one(
         &self,
+        s: &LocalSpot,
         st: &mut SpotState,
         c: &SpotCompletion,
         core: &mut Vec<Completion>,
@@ -268,7 +269,7 @@ impl Node {
         if st.in_hand() != c.core.token {
             return false;
         }
-        let closing = st.closing;
+        let closing = s.close.closing();
         let pending = st.pending();
         if c.message {
             let bit = 1u64 << c.index;

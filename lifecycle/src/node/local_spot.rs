@@ -2,13 +2,12 @@
 //! lanes' use, its queued messages and their doorbell, the record in the host's hands and
 //! its place in the eviction catalog. The ground rules are the node's (see `node`).
 
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 use spot_timer_core::{Nanos, Owner};
 
-use super::config::CloseReason;
+use super::close_state::CloseState;
 use super::pending::{Pending, Queues, NOTHING_IN_HAND};
 use crate::catalog::{Catalog, Place, BUSY};
 use crate::kind::{SpotId, SpotKind};
@@ -21,10 +20,6 @@ pub(crate) struct SpotState {
     pub(super) pending: Option<Box<Pending>>,
     /// Doorbells rung so far (their keys).
     pub(super) doorbells: u32,
-    /// A close is in progress: nothing more is admitted.
-    pub(super) closing: bool,
-    /// A close waiting for the record that holds the Spot's gate to complete.
-    pub(super) close_pending: Option<CloseReason>,
     /// Its place in the eviction catalog (evictable Spots), where its activity is noted
     /// under this lock; taken out when it leaves the catalog.
     pub(super) place: Option<Place>,
@@ -100,9 +95,10 @@ pub(crate) struct LocalSpot {
     pub(super) epoch: u64,
     pub(super) owner: Owner<Work>,
     pub(super) state: Mutex<SpotState>,
-    /// Mirrors `state.closing` for the start check, which takes no lock (records of the
-    /// Spot reach it through `Standing`).
-    pub(super) closing: AtomicBool,
+    /// Whether a close is in progress (changed under `state`'s lock; read without it by
+    /// the start check, which records of the Spot reach through `Standing`) and the reason
+    /// of a close waiting for the Spot's gate.
+    pub(super) close: CloseState,
 }
 
 impl std::fmt::Debug for LocalSpot {
@@ -117,7 +113,7 @@ impl std::fmt::Debug for LocalSpot {
 
 impl crate::burst::Standing for LocalSpot {
     fn closing(&self) -> bool {
-        self.closing.load(std::sync::atomic::Ordering::Acquire)
+        self.close.closing()
     }
 
     fn authority_holds(&self) -> bool {
@@ -129,15 +125,9 @@ impl LocalSpot {
     pub(super) fn lane_use(&self, lane: LaneKind) -> LaneUse {
         self.state.lock().lane_use(lane)
     }
-
-    pub(super) fn set_closing(&self, st: &mut SpotState, closing: bool) {
-        st.closing = closing;
-        self.closing
-            .store(closing, std::sync::atomic::Ordering::Release);
-    }
 }
 
 // An idle Spot costs the node this object (plus the Arc's two counters): keep it from
 // growing back.
-const _: () = assert!(std::mem::size_of::<LocalSpot>() <= 88);
-const _: () = assert!(std::mem::size_of::<SpotState>() <= 24);
+const _: () = assert!(std::mem::size_of::<LocalSpot>() <= 80);
+const _: () = assert!(std::mem::size_of::<SpotState>() <= 16);

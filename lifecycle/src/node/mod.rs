@@ -13,8 +13,9 @@
 //!   catalog's (never the other way round: the eviction scan releases the catalog before
 //!   it locks a Spot). A Spot notes its activity in its catalog place under its mutex, and
 //!   leaves the catalog by taking its place out under it.
-//! - A closing Spot (its `closing` flag, mirrored outside the mutex for the start check)
-//!   admits and starts nothing; its close finishes once no record of it holds its gate.
+//! - A closing Spot (its `close` state, changed under its mutex and kept outside it for the
+//!   start check) admits and starts nothing; its close finishes once no record of it holds
+//!   its gate.
 //! - Work reaches the host only as records of the timer runtime, so a Spot's messages and
 //!   timer ticks share its serial gate (T9), its owner's lease check (T6) and the batch.
 //! - A Spot with queued messages has one doorbell rung (`Queues::doorbell`): rung when
@@ -29,6 +30,7 @@
 mod activation;
 mod active_spots;
 mod admission;
+mod close_state;
 mod closing;
 mod config;
 mod delivery;
