@@ -1,7 +1,9 @@
 //! How the embedded store keeps one id's location record: the public `LocationRecord`
-//! and the revision it last changed at, packed into four words (the map holds one per
+//! and the revision it last changed at, packed into three words (the map holds one per
 //! Spot, so its width is paid by every Spot). The owner node is named by its number in the
-//! store's list of node ids (`NodeNumbers`) rather than by its 64-bit id.
+//! store's list of node ids (`NodeNumbers`) rather than by its 64-bit id, and the object
+//! generation is not kept here: it is one past the generation the store last released the
+//! id at, which the store keeps anyway.
 
 use super::{Authority, LocationRecord, LocationState, NodeId};
 use crate::error::{LifecycleError, Result};
@@ -44,8 +46,6 @@ impl NodeNumbers {
 pub(super) struct CompactRecord {
     /// The authority's epoch.
     epoch: u64,
-    /// The object generation.
-    generation: u64,
     /// The store revision of the record's last change.
     pub(super) changed_at: u64,
     /// The owner node's number in `NodeNumbers`.
@@ -55,14 +55,14 @@ pub(super) struct CompactRecord {
     state: LocationState,
 }
 
-const _: () = assert!(std::mem::size_of::<CompactRecord>() <= 32);
+const _: () = assert!(std::mem::size_of::<CompactRecord>() <= 24);
 
 impl CompactRecord {
-    /// A record of node number `node`, changed at `changed_at`.
+    /// A record of node number `node`, changed at `changed_at` (its object generation is
+    /// the store's to keep).
     pub(super) fn new(record: &LocationRecord, node: u32, changed_at: u64) -> Self {
         Self {
             epoch: record.authority.epoch,
-            generation: record.object_generation,
             changed_at,
             node,
             kind: record.kind as u8,
@@ -70,8 +70,8 @@ impl CompactRecord {
         }
     }
 
-    /// The record as the store's interface gives it.
-    pub(super) fn record(&self, nodes: &NodeNumbers) -> LocationRecord {
+    /// The record as the store's interface gives it, of object generation `generation`.
+    pub(super) fn record(&self, nodes: &NodeNumbers, generation: u64) -> LocationRecord {
         LocationRecord {
             kind: SpotKind::from_u32(self.kind.into()).expect("written from a SpotKind"),
             state: self.state,
@@ -79,12 +79,8 @@ impl CompactRecord {
                 node: nodes.id(self.node),
                 epoch: self.epoch,
             },
-            object_generation: self.generation,
+            object_generation: generation,
         }
-    }
-
-    pub(super) fn generation(&self) -> u64 {
-        self.generation
     }
 
     pub(super) fn state(&self) -> LocationState {

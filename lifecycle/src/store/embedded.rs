@@ -20,9 +20,26 @@ struct State {
     /// The numbers the records name their owner nodes by.
     node_numbers: NodeNumbers,
     /// Object generations of ids whose records were released: a re-creation continues
-    /// from here.
+    /// from here. The generation of a record is one past its id's entry (1 without one):
+    /// an entry changes only as its id's record goes.
     generations: SpotMap<u64>,
     nodes: HashMap<NodeId, NodeEntry>,
+}
+
+impl State {
+    /// The object generation of `spot`'s record (or of its next one, when it has none).
+    fn generation(&self, spot: SpotId) -> u64 {
+        self.generations.get(&spot).copied().unwrap_or(0) + 1
+    }
+
+    /// Removes `spot`'s record, its generation becoming the one a re-creation continues
+    /// from.
+    fn remove_record(&mut self, spot: SpotId) -> Option<CompactRecord> {
+        let removed = self.records.remove(&spot)?;
+        let generation = self.generation(spot);
+        self.generations.insert(spot, generation);
+        Some(removed)
+    }
 }
 
 struct NodeEntry {
@@ -70,9 +87,7 @@ impl EmbeddedStore {
             .map(|(id, _)| *id)
             .collect();
         for id in gone {
-            if let Some(r) = s.records.remove(&id) {
-                s.generations.insert(id, r.generation());
-            }
+            s.remove_record(id);
         }
         s.revision += 1;
         self.changed.notify_all();
@@ -168,7 +183,7 @@ impl LocationStore for EmbeddedStore {
     fn read(&self, spot: SpotId) -> Result<StoreView> {
         let s = self.state.lock();
         let held = s.records.get(&spot);
-        let record = held.map(|r| r.record(&s.node_numbers));
+        let record = held.map(|r| r.record(&s.node_numbers, s.generation(spot)));
         let owner_status = record.map(|r| {
             s.nodes
                 .get(&r.authority.node)
@@ -197,7 +212,7 @@ impl LocationStore for EmbeddedStore {
         let number = s.node_numbers.number(node)?;
         s.revision += 1;
         let rev = s.revision;
-        let generation = s.generations.get(&spot).copied().unwrap_or(0) + 1;
+        let generation = s.generation(spot);
         let authority = Authority { node, epoch: rev };
         let record = LocationRecord {
             kind,
@@ -221,6 +236,7 @@ impl LocationStore for EmbeddedStore {
         s.revision += 1;
         let rev = s.revision;
         let number = s.node_numbers.get(r.authority.node);
+        let generation = s.generation(r.spot);
         let s = &mut *s;
         let Some(held) = s.records.get_mut(&r.spot) else {
             return Err(LifecycleError::Store("the reservation is gone".into()));
@@ -232,7 +248,7 @@ impl LocationStore for EmbeddedStore {
         }
         held.set_state(LocationState::Ready);
         held.changed_at = rev;
-        let out = held.record(&s.node_numbers);
+        let out = held.record(&s.node_numbers, generation);
         self.changed.notify_all();
         Ok(out)
     }
@@ -255,9 +271,7 @@ impl LocationStore for EmbeddedStore {
         let number = s.node_numbers.get(authority.node);
         match s.records.get(&spot) {
             Some(r) if r.held_by(authority, number) => {
-                let generation = r.generation();
-                s.records.remove(&spot);
-                s.generations.insert(spot, generation);
+                s.remove_record(spot);
                 s.revision += 1;
                 self.changed.notify_all();
                 Ok(())
@@ -274,5 +288,52 @@ impl LocationStore for EmbeddedStore {
         if unchanged(&s) {
             let _ = self.changed.wait_for(&mut s, timeout);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn generation_read(store: &EmbeddedStore, spot: SpotId) -> Option<u64> {
+        store
+            .read(spot)
+            .unwrap()
+            .record
+            .map(|r| r.object_generation)
+    }
+
+    #[test]
+    fn generations_continue_across_release_and_expiry_and_not_across_abort() {
+        let store = EmbeddedStore::new();
+        let (a, b) = (NodeId(1), NodeId(2));
+        store.register_node(a, 10, None).unwrap();
+        store.register_node(b, 10, None).unwrap();
+        let spot = SpotId(7);
+        let first = store.reserve(spot, SpotKind::Instance, a).unwrap().unwrap();
+        assert_eq!(first.generation, 1);
+        assert_eq!(generation_read(&store, spot), Some(1));
+        let ready = store.commit_ready(&first).unwrap();
+        assert_eq!(ready.object_generation, 1);
+        assert_eq!(ready.authority, first.authority);
+        store.release(spot, first.authority).unwrap();
+        assert_eq!(generation_read(&store, spot), None);
+        // An aborted creation leaves the next one at the same generation.
+        let aborted = store.reserve(spot, SpotKind::User, b).unwrap().unwrap();
+        assert_eq!(aborted.generation, 2);
+        store.abort(&aborted);
+        let second = store.reserve(spot, SpotKind::User, b).unwrap().unwrap();
+        assert_eq!(second.generation, 2);
+        let record = store.commit_ready(&second).unwrap();
+        assert_eq!(record.kind, SpotKind::User);
+        assert_eq!(record.authority.node, b);
+        // The owner's lease ends: the record goes, the next creation continues.
+        store.expire_node(b);
+        assert_eq!(generation_read(&store, spot), None);
+        let third = store.reserve(spot, SpotKind::Instance, a).unwrap().unwrap();
+        assert_eq!(third.generation, 3);
+        // A release fenced by an older authority changes nothing.
+        assert!(store.release(spot, second.authority).is_err());
+        assert_eq!(generation_read(&store, spot), Some(3));
     }
 }
