@@ -184,7 +184,7 @@ impl Node {
     fn same_kind(&self, s: &LocalSpot, kind: SpotKind) -> Result<()> {
         if s.kind != kind {
             return Err(LifecycleError::WrongKind {
-                spot: s.id,
+                spot: s.id(),
                 expected: kind,
                 actual: s.kind,
             });
@@ -345,7 +345,6 @@ impl Node {
             None
         };
         let spot = Arc::new(LocalSpot {
-            id,
             kind,
             generation: reservation.generation,
             epoch: reservation.authority.epoch,
@@ -370,7 +369,7 @@ impl Node {
                 self.catalog.remove(p);
             }
             drop(st);
-            self.spots.write().remove(&id);
+            self.spots.write().remove(id);
             let _ = spot.owner.release();
             return Err(fail(e));
         }

@@ -179,7 +179,7 @@ impl Node {
     fn check_kind(&self, s: &LocalSpot, create: Option<SpotKind>) -> Result<()> {
         match create {
             Some(k) if k != s.kind => Err(LifecycleError::WrongKind {
-                spot: s.id,
+                spot: s.id(),
                 expected: k,
                 actual: s.kind,
             }),
@@ -262,7 +262,7 @@ impl Node {
         if !self.store.authority_runs(self.id) {
             self.counters.stale_routes.fetch_add(1, Relaxed);
             return Err(LifecycleError::StaleRoute {
-                spot: s.id,
+                spot: s.id(),
                 reason: StaleReason::LeaseExpired,
             });
         }
@@ -272,7 +272,10 @@ impl Node {
                 spot_timer_core::Error::LeaseExpired => StaleReason::LeaseExpired,
                 _ => StaleReason::NotOwner,
             };
-            return Err(LifecycleError::StaleRoute { spot: s.id, reason });
+            return Err(LifecycleError::StaleRoute {
+                spot: s.id(),
+                reason,
+            });
         }
         let mut st = s.state.lock();
         self.admit_locked(s, &mut st, lane, payload)
@@ -291,7 +294,7 @@ impl Node {
         if s.close.closing() {
             self.counters.stale_routes.fetch_add(1, Relaxed);
             return Err(LifecycleError::StaleRoute {
-                spot: s.id,
+                spot: s.id(),
                 reason: StaleReason::Closing,
             });
         }
@@ -328,11 +331,11 @@ impl Node {
                 give_back(st);
                 return Err(match e {
                     spot_timer_core::Error::LeaseExpired => LifecycleError::StaleRoute {
-                        spot: s.id,
+                        spot: s.id(),
                         reason: StaleReason::LeaseExpired,
                     },
                     spot_timer_core::Error::Revoked => LifecycleError::StaleRoute {
-                        spot: s.id,
+                        spot: s.id(),
                         reason: StaleReason::NotOwner,
                     },
                     other => other.into(),

@@ -166,8 +166,9 @@ impl Node {
     fn finish_close(&self, s: &Arc<LocalSpot>, reason: CloseReason, gate: bool) {
         if let Some(cb) = &self.config.on_close {
             // Host code: a panic must not leave the Spot half-closed.
-            let _ =
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| cb(s.id, s.kind, reason)));
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                cb(s.id(), s.kind, reason)
+            }));
         }
         // Its timers and doorbells end; the owner is forgotten once they have.
         let _ = s.owner.release();
@@ -175,7 +176,7 @@ impl Node {
             let _ = s.owner.leave_gate();
         }
         self.drop_queued(s);
-        self.spots.write().remove(&s.id);
+        self.spots.write().remove(s.id());
         self.occupied.fetch_sub(1, Relaxed);
         let place = s.state.lock().place.take();
         if let Some(p) = place {
@@ -186,7 +187,7 @@ impl Node {
             node: self.id,
             epoch: s.epoch,
         };
-        let _ = self.store.release(s.id, authority);
+        let _ = self.store.release(s.id(), authority);
         match reason {
             CloseReason::IdleEvicted => self.counters.evicted.fetch_add(1, Relaxed),
             _ => self.counters.closed.fetch_add(1, Relaxed),

@@ -181,7 +181,7 @@ impl Node {
             out.push(SpotRecord::Message(MessageRecord {
                 burst: burst.clone(),
                 index,
-                spot: s.id,
+                spot: s.id(),
                 generation: s.generation,
                 lane,
                 payload: item.payload,

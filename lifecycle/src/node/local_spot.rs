@@ -87,12 +87,12 @@ impl SpotState {
 
 /// A Spot active on this node.
 pub(crate) struct LocalSpot {
-    pub(super) id: SpotId,
     pub(super) kind: SpotKind,
     pub(super) generation: u64,
     /// The epoch of its authority (the authority's node is this node: a reservation is
     /// made for the node that asks, see `Node::activate_once`).
     pub(super) epoch: u64,
+    /// Its owner in the timer runtime, whose id is the Spot's (`LocalSpot::id`).
     pub(super) owner: Owner<Work>,
     pub(super) state: Mutex<SpotState>,
     /// Whether a close is in progress (changed under `state`'s lock; read without it by
@@ -104,7 +104,7 @@ pub(crate) struct LocalSpot {
 impl std::fmt::Debug for LocalSpot {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LocalSpot")
-            .field("id", &self.id)
+            .field("id", &self.id())
             .field("kind", &self.kind)
             .field("generation", &self.generation)
             .finish_non_exhaustive()
@@ -122,6 +122,11 @@ impl crate::burst::Standing for LocalSpot {
 }
 
 impl LocalSpot {
+    /// The Spot's id (its owner's in the timer runtime).
+    pub(super) fn id(&self) -> SpotId {
+        SpotId(self.owner.id())
+    }
+
     pub(super) fn lane_use(&self, lane: LaneKind) -> LaneUse {
         self.state.lock().lane_use(lane)
     }
@@ -129,5 +134,5 @@ impl LocalSpot {
 
 // An idle Spot costs the node this object (plus the Arc's two counters): keep it from
 // growing back.
-const _: () = assert!(std::mem::size_of::<LocalSpot>() <= 80);
+const _: () = assert!(std::mem::size_of::<LocalSpot>() <= 72);
 const _: () = assert!(std::mem::size_of::<SpotState>() <= 16);

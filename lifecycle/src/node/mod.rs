@@ -174,7 +174,7 @@ impl Node {
         }
         let entry = match node.activate(node.config.entry, SpotKind::Entry, &mut None, &mut None) {
             Ok(Some(s)) => {
-                let _ = node.entry.set(Spot::new(s.id, s.generation));
+                let _ = node.entry.set(Spot::new(s.id(), s.generation));
                 Ok(())
             }
             Ok(None) => Err(LifecycleError::InvalidArgument(format!(
@@ -249,11 +249,11 @@ impl Node {
                 actual: s.kind,
             });
         }
-        Ok(Spot::new(s.id, s.generation))
+        Ok(Spot::new(s.id(), s.generation))
     }
 
     pub(crate) fn local(&self, id: SpotId) -> Option<Arc<LocalSpot>> {
-        self.spots.read().get(&id).cloned()
+        self.spots.read().get(id).cloned()
     }
 
     /// Registers a repeating timer of a Spot (key below 2^63): each tick is application
@@ -339,7 +339,7 @@ impl Node {
             .read()
             .iter()
             .filter(|s| crate::kind::relocatable(s.kind))
-            .map(|s| RelocationTarget::Spot(s.id, s.kind))
+            .map(|s| RelocationTarget::Spot(s.id(), s.kind))
             .collect();
         out.extend(
             self.entry_actors
