@@ -83,7 +83,7 @@ impl EmbeddedStore {
         let gone: Vec<SpotId> = s
             .records
             .iter()
-            .filter(|(_, r)| Some(r.node) == number)
+            .filter(|(_, r)| Some(r.node()) == number)
             .map(|(id, _)| *id)
             .collect();
         for id in gone {
@@ -192,7 +192,7 @@ impl LocationStore for EmbeddedStore {
         Ok(StoreView {
             record,
             owner_status,
-            revision: held.map_or(s.revision, |r| r.changed_at),
+            revision: held.map_or(s.revision, |r| r.changed_at()),
         })
     }
 
@@ -220,8 +220,8 @@ impl LocationStore for EmbeddedStore {
             authority,
             object_generation: generation,
         };
-        s.records
-            .insert(spot, CompactRecord::new(&record, number, rev));
+        let held = CompactRecord::new(&record, number, rev)?;
+        s.records.insert(spot, held);
         self.changed.notify_all();
         Ok(Some(Reservation {
             spot,
@@ -246,8 +246,7 @@ impl LocationStore for EmbeddedStore {
                 "the reservation was fenced off by a newer authority".into(),
             ));
         }
-        held.set_state(LocationState::Ready);
-        held.changed_at = rev;
+        held.set(LocationState::Ready, rev)?;
         let out = held.record(&s.node_numbers, generation);
         self.changed.notify_all();
         Ok(out)
@@ -284,7 +283,7 @@ impl LocationStore for EmbeddedStore {
 
     fn wait_change(&self, spot: SpotId, seen: u64, timeout: Duration) {
         let mut s = self.state.lock();
-        let unchanged = |s: &State| s.records.get(&spot).is_some_and(|r| r.changed_at == seen);
+        let unchanged = |s: &State| s.records.get(&spot).is_some_and(|r| r.changed_at() == seen);
         if unchanged(&s) {
             let _ = self.changed.wait_for(&mut s, timeout);
         }
