@@ -101,8 +101,8 @@ impl<T: Clone> Catalog<T> {
     }
 
     /// Frees a place (its Spot no longer writes to it).
-    pub fn remove(&self, place: Place) {
-        self.set(&place, BUSY);
+    pub fn remove(&self, place: &Place) {
+        self.set(place, BUSY);
         let mut slots = self.slots.lock();
         *slots.entry(place.index()) = None;
         slots.free.push(place.index());
@@ -203,7 +203,7 @@ mod tests {
         assert!(out.iter().all(|v| v % 4 == 1));
         let mut places = places;
         let p = places.remove(5);
-        c.remove(p);
+        c.remove(&p);
         assert_eq!(c.len(), 199);
         // A freed place is reused: the table does not grow.
         let again = c.reserve(7).unwrap();

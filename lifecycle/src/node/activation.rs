@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use parking_lot::{Condvar, Mutex};
 
-use super::{LocalSpot, Node, SpotState};
+use super::{LocalSpot, Node};
 use crate::error::{LifecycleError, Queue, Result};
 use crate::kind::{SpotId, SpotKind};
 use crate::resolver::{resolve, Resolution};
@@ -182,11 +182,11 @@ impl Node {
     }
 
     fn same_kind(&self, s: &LocalSpot, kind: SpotKind) -> Result<()> {
-        if s.kind != kind {
+        if s.kind() != kind {
             return Err(LifecycleError::WrongKind {
                 spot: s.id(),
                 expected: kind,
-                actual: s.kind,
+                actual: s.kind(),
             });
         }
         Ok(())
@@ -344,18 +344,13 @@ impl Node {
         } else {
             None
         };
-        let spot = Arc::new(LocalSpot {
+        let spot = Arc::new(LocalSpot::new(
             kind,
-            generation: reservation.generation,
-            epoch: reservation.authority.epoch,
+            reservation.generation,
+            reservation.authority.epoch,
             owner,
-            state: parking_lot::Mutex::new(SpotState {
-                pending: None,
-                doorbells: 0,
-                place,
-            }),
-            close: Default::default(),
-        });
+            place,
+        ));
         // Publication (L3): the Spot enters the admission view with its lock held, then
         // Ready is committed, then the creating call's message is admitted, then the lock
         // opens. Whoever finds the Spot meanwhile — here, or a node that read Ready from
@@ -365,15 +360,13 @@ impl Node {
         self.spots.write().insert(spot.clone());
         if let Err(e) = self.store.commit_ready(&reservation) {
             spot.close.set_closing(true);
-            if let Some(p) = st.place.take() {
-                self.catalog.remove(p);
-            }
+            spot.leave_catalog(&st, &self.catalog);
             drop(st);
             self.spots.write().remove(id);
             let _ = spot.owner.release();
             return Err(fail(e));
         }
-        if let Some(p) = &st.place {
+        if let Some(p) = &spot.place {
             self.catalog.fill(p, spot.clone());
         }
         self.counters.created.fetch_add(1, Relaxed);

@@ -178,10 +178,10 @@ impl Node {
 
     fn check_kind(&self, s: &LocalSpot, create: Option<SpotKind>) -> Result<()> {
         match create {
-            Some(k) if k != s.kind => Err(LifecycleError::WrongKind {
+            Some(k) if k != s.kind() => Err(LifecycleError::WrongKind {
                 spot: s.id(),
                 expected: k,
-                actual: s.kind,
+                actual: s.kind(),
             }),
             _ => Ok(()),
         }
@@ -348,7 +348,7 @@ impl Node {
             LaneKind::Application => q.application.push_back(item),
             LaneKind::Lifecycle => q.lifecycle.push_back(item),
         }
-        st.mark_busy(&self.catalog);
+        s.mark_busy(st, &self.catalog);
         self.counters.messages_admitted.fetch_add(1, Relaxed);
         debug_assert!(cost >= ITEM_OVERHEAD_BYTES);
         Ok(())
@@ -358,11 +358,10 @@ impl Node {
 /// Rings Spot `s`'s doorbell (its lock held as `st`): a one-shot record of the timer
 /// runtime, due now, whose hand-over takes the queued messages in a burst.
 pub(super) fn ring(s: &LocalSpot, st: &mut super::SpotState) -> spot_timer_core::Result<()> {
-    let key = DOORBELL_KEY | u64::from(st.doorbells);
+    let key = DOORBELL_KEY | u64::from(s.next_doorbell());
     let id = s
         .owner
         .register_id(key, TimerSpec::after(Duration::ZERO), Work::Doorbell, None)?;
-    st.doorbells = st.doorbells.wrapping_add(1);
     st.pending().queues.doorbell = Some(id);
     Ok(())
 }

@@ -1,7 +1,9 @@
 //! Where a Spot's close stands, in one byte outside its mutex: whether a close is in
-//! progress (read without the lock by the start check of every record of the Spot) and the
-//! reason of a close waiting for the record that holds the Spot's gate to complete. The
-//! node changes it with the Spot's lock held, so it agrees with what the lock guards.
+//! progress (read without the lock by the start check of every record of the Spot), the
+//! reason of a close waiting for the record that holds the Spot's gate to complete, and
+//! whether the close has taken the Spot out of the eviction catalog (its place may then
+//! be another Spot's). The node changes it with the Spot's lock held, so it agrees with
+//! what the lock guards.
 
 use std::sync::atomic::AtomicU8;
 use std::sync::atomic::Ordering::{AcqRel, Acquire};
@@ -12,6 +14,8 @@ use super::config::CloseReason;
 const CLOSING: u8 = 1;
 /// The bits of the waiting close's reason (0: none).
 const PENDING: u8 = 0b110;
+/// The bit set once the Spot has left the eviction catalog.
+const LEFT_CATALOG: u8 = 0b1000;
 
 fn encode(reason: CloseReason) -> u8 {
     let n = match reason {
@@ -60,6 +64,17 @@ impl CloseState {
     pub(super) fn take_pending(&self) -> Option<CloseReason> {
         decode(self.0.fetch_and(!PENDING, AcqRel))
     }
+
+    /// The Spot no longer writes to its catalog place.
+    pub(super) fn left_catalog(&self) -> bool {
+        self.0.load(Acquire) & LEFT_CATALOG != 0
+    }
+
+    /// Notes that the Spot leaves its catalog place: true the first time only (whoever
+    /// gets it frees the place).
+    pub(super) fn leave_catalog(&self) -> bool {
+        self.0.fetch_or(LEFT_CATALOG, AcqRel) & LEFT_CATALOG == 0
+    }
 }
 
 #[cfg(test)]
@@ -85,5 +100,11 @@ mod tests {
             s.set_closing(false);
             assert!(!s.closing());
         }
+        assert!(!s.left_catalog());
+        assert!(s.leave_catalog());
+        assert!(!s.leave_catalog());
+        assert!(s.left_catalog());
+        assert!(!s.closing());
+        assert_eq!(s.take_pending(), None);
     }
 }

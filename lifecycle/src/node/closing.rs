@@ -52,8 +52,7 @@ impl Node {
                 let st = s.state.lock();
                 !s.close.closing()
                     && st.quiescent()
-                    && st
-                        .idle_for(&self.catalog, now)
+                    && s.idle_for(&st, &self.catalog, now)
                         .is_some_and(|d| d >= timeout)
             };
             if idle && self.close_spot(&s, CloseReason::IdleEvicted, true) {
@@ -167,7 +166,7 @@ impl Node {
         if let Some(cb) = &self.config.on_close {
             // Host code: a panic must not leave the Spot half-closed.
             let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                cb(s.id(), s.kind, reason)
+                cb(s.id(), s.kind(), reason)
             }));
         }
         // Its timers and doorbells end; the owner is forgotten once they have.
@@ -178,10 +177,7 @@ impl Node {
         self.drop_queued(s);
         self.spots.write().remove(s.id());
         self.occupied.fetch_sub(1, Relaxed);
-        let place = s.state.lock().place.take();
-        if let Some(p) = place {
-            self.catalog.remove(p);
-        }
+        s.leave_catalog(&s.state.lock(), &self.catalog);
         self.publish_active();
         let authority = crate::store::Authority {
             node: self.id,

@@ -124,7 +124,7 @@ impl Node {
                     Ok(cost) => {
                         pending.in_flight += 1;
                         pending.in_hand = core.token();
-                        st.mark_busy(&self.catalog);
+                        s.mark_busy(&st, &self.catalog);
                         out.push(SpotRecord::Tick(SpotTick {
                             standing: s.clone(),
                             spot,
@@ -240,7 +240,7 @@ impl Node {
                 }
             }
             st.settle();
-            st.note_finished(&self.catalog, now);
+            s.note_finished(&st, &self.catalog, now);
         }
         invalid
     }

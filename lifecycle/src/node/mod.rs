@@ -12,7 +12,8 @@
 //!   never calls back into this layer, and at publication the admission view's and the
 //!   catalog's (never the other way round: the eviction scan releases the catalog before
 //!   it locks a Spot). A Spot notes its activity in its catalog place under its mutex, and
-//!   leaves the catalog by taking its place out under it.
+//!   leaves the catalog under it (noted in its close state: nothing is written to the
+//!   place once it may be another Spot's).
 //! - A closing Spot (its `close` state, changed under its mutex and kept outside it for the
 //!   start check) admits and starts nothing; its close finishes once no record of it holds
 //!   its gate.
@@ -242,11 +243,11 @@ impl Node {
 
     fn typed<K: Kind>(&self, id: SpotId) -> Result<Spot<K>> {
         let s = self.local(id).ok_or(LifecycleError::NotFound(id))?;
-        if s.kind != K::KIND {
+        if s.kind() != K::KIND {
             return Err(LifecycleError::WrongKind {
                 spot: id,
                 expected: K::KIND,
-                actual: s.kind,
+                actual: s.kind(),
             });
         }
         Ok(Spot::new(s.id(), s.generation))
@@ -283,7 +284,7 @@ impl Node {
     /// The kind of Spot `id` if it is active on this node (for callers that hold ids, not
     /// typed handles: the C ABI and the bindings).
     pub fn spot_kind(&self, id: SpotId) -> Result<SpotKind> {
-        Ok(self.local_or_not_found(id)?.kind)
+        Ok(self.local_or_not_found(id)?.kind())
     }
 
     /// [`Node::every`] for Spot `id` active on this node, whatever its kind.
@@ -338,8 +339,8 @@ impl Node {
             .spots
             .read()
             .iter()
-            .filter(|s| crate::kind::relocatable(s.kind))
-            .map(|s| RelocationTarget::Spot(s.id(), s.kind))
+            .filter(|s| crate::kind::relocatable(s.kind()))
+            .map(|s| RelocationTarget::Spot(s.id(), s.kind()))
             .collect();
         out.extend(
             self.entry_actors
