@@ -19,6 +19,7 @@
 //! [`node`] (the node, split by role).
 #![warn(missing_docs)]
 
+mod activity_words;
 mod burst;
 pub mod catalog;
 pub mod cluster;

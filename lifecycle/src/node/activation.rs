@@ -8,10 +8,9 @@ use std::time::Instant;
 
 use parking_lot::{Condvar, Mutex};
 
-use super::{LocalSpot, Node, SpotState};
+use super::{LocalSpot, Node};
 use crate::error::{LifecycleError, Queue, Result};
 use crate::kind::{SpotId, SpotKind};
-use crate::lane::LaneUse;
 use crate::resolver::{resolve, Resolution};
 use crate::store::Reserved;
 
@@ -183,11 +182,11 @@ impl Node {
     }
 
     fn same_kind(&self, s: &LocalSpot, kind: SpotKind) -> Result<()> {
-        if s.kind != kind {
+        if s.kind() != kind {
             return Err(LifecycleError::WrongKind {
-                spot: s.id,
+                spot: s.id(),
                 expected: kind,
-                actual: s.kind,
+                actual: s.kind(),
             });
         }
         Ok(())
@@ -307,6 +306,16 @@ impl Node {
             self.counters.creation_failures.fetch_add(1, Relaxed);
             e
         };
+        // The Spot keeps only its authority's epoch: the node is this one.
+        if reservation.authority.node != self.id {
+            return Err(fail(LifecycleError::Store(
+                format!(
+                    "spot {id}: the store reserved it for node {} when node {} asked",
+                    reservation.authority.node.0, self.id.0
+                )
+                .into(),
+            )));
+        }
         if let Some(factory) = &self.config.factory {
             self.counters.factory_runs.fetch_add(1, Relaxed);
             let made = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| factory(id, kind)))
@@ -323,46 +332,42 @@ impl Node {
             .acquire_owner(id.0, self.owner_options())
             .map_err(|e| fail(e.into()))?;
         let now = self.rt.now();
-        let spot = Arc::new(LocalSpot {
-            id,
+        let place = if crate::kind::evictable(kind) {
+            let Some(p) = self.catalog.reserve(now) else {
+                let _ = owner.release();
+                self.counters.reject(Queue::Activation);
+                return Err(fail(LifecycleError::CapacityExceeded {
+                    queue: Queue::Activation,
+                }));
+            };
+            Some(p)
+        } else {
+            None
+        };
+        let spot = Arc::new(LocalSpot::new(
             kind,
-            generation: reservation.generation,
-            authority: reservation.authority,
+            reservation.generation,
+            reservation.authority.epoch,
             owner,
-            state: parking_lot::Mutex::new(SpotState {
-                application: LaneUse::default(),
-                lifecycle: LaneUse::default(),
-                queues: None,
-                in_flight: 0,
-                burst_left: 0,
-                in_hand: super::NOTHING_IN_HAND,
-                burst_done: 0,
-                doorbells: 0,
-                closing: false,
-                close_pending: None,
-                place: crate::kind::evictable(kind).then(|| self.catalog.lock().reserve(now)),
-            }),
-            closing: Default::default(),
-        });
+            place,
+        ));
         // Publication (L3): the Spot enters the admission view with its lock held, then
         // Ready is committed, then the creating call's message is admitted, then the lock
         // opens. Whoever finds the Spot meanwhile — here, or a node that read Ready from
         // the store — waits on that lock: nothing is admitted before the commit, and the
         // creator's message is the first.
         let mut st = spot.state.lock();
-        self.spots.write().insert(id, spot.clone());
+        self.spots.write().insert(spot.clone());
         if let Err(e) = self.store.commit_ready(&reservation) {
-            spot.set_closing(&mut st, true);
-            if let Some(p) = st.place.take() {
-                self.catalog.lock().remove(p);
-            }
+            spot.close.set_closing(true);
+            spot.leave_catalog(&st, &self.catalog);
             drop(st);
-            self.spots.write().remove(&id);
+            self.spots.write().remove(id);
             let _ = spot.owner.release();
             return Err(fail(e));
         }
-        if let Some(p) = &st.place {
-            self.catalog.lock().fill(p, spot.clone());
+        if let Some(p) = &spot.place {
+            self.catalog.fill(p, spot.clone());
         }
         self.counters.created.fetch_add(1, Relaxed);
         if let Some((lane, payload)) = first.take() {

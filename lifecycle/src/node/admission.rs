@@ -178,10 +178,10 @@ impl Node {
 
     fn check_kind(&self, s: &LocalSpot, create: Option<SpotKind>) -> Result<()> {
         match create {
-            Some(k) if k != s.kind => Err(LifecycleError::WrongKind {
-                spot: s.id,
+            Some(k) if k != s.kind() => Err(LifecycleError::WrongKind {
+                spot: s.id(),
                 expected: k,
-                actual: s.kind,
+                actual: s.kind(),
             }),
             _ => Ok(()),
         }
@@ -262,7 +262,7 @@ impl Node {
         if !self.store.authority_runs(self.id) {
             self.counters.stale_routes.fetch_add(1, Relaxed);
             return Err(LifecycleError::StaleRoute {
-                spot: s.id,
+                spot: s.id(),
                 reason: StaleReason::LeaseExpired,
             });
         }
@@ -272,7 +272,10 @@ impl Node {
                 spot_timer_core::Error::LeaseExpired => StaleReason::LeaseExpired,
                 _ => StaleReason::NotOwner,
             };
-            return Err(LifecycleError::StaleRoute { spot: s.id, reason });
+            return Err(LifecycleError::StaleRoute {
+                spot: s.id(),
+                reason,
+            });
         }
         let mut st = s.state.lock();
         self.admit_locked(s, &mut st, lane, payload)
@@ -288,10 +291,10 @@ impl Node {
         payload: Box<[u8]>,
     ) -> Result<()> {
         let len = payload.len() as u64;
-        if st.closing {
+        if s.close.closing() {
             self.counters.stale_routes.fetch_add(1, Relaxed);
             return Err(LifecycleError::StaleRoute {
-                spot: s.id,
+                spot: s.id(),
                 reason: StaleReason::Closing,
             });
         }
@@ -299,21 +302,22 @@ impl Node {
             LaneKind::Application => &self.config.application_lane,
             LaneKind::Lifecycle => &self.config.lifecycle_lane,
         };
-        let use_ = match lane {
-            LaneKind::Application => &mut st.application,
-            LaneKind::Lifecycle => &mut st.lifecycle,
-        };
-        let cost = match use_.reserve(limits, lane, len) {
+        let cost = match st.pending().lane(lane).reserve(limits, lane, len) {
             Ok(c) => c,
             Err(e) => {
+                st.settle();
                 self.counters.reject(lane.queue());
                 return Err(e);
             }
         };
+        let give_back = |st: &mut super::SpotState| {
+            st.pending().lane(lane).release(cost);
+            st.settle();
+        };
         let inbound = self.inbound_bytes.fetch_add(len, Relaxed) + len;
         if inbound > self.config.node_inbound_bytes {
             self.inbound_bytes.fetch_sub(len, Relaxed);
-            use_.release(cost);
+            give_back(st);
             self.counters.reject(Queue::NodeInbound);
             return Err(LifecycleError::CapacityExceeded {
                 queue: Queue::NodeInbound,
@@ -321,20 +325,17 @@ impl Node {
         }
         // The doorbell is rung under the Spot's lock so it and the queue cannot be
         // separated by a close; one rung doorbell serves every message queued behind it.
-        if st.queues.as_ref().is_none_or(|q| q.doorbell.is_none()) {
+        if st.pending().queues.doorbell.is_none() {
             if let Err(e) = ring(s, st) {
                 self.inbound_bytes.fetch_sub(len, Relaxed);
-                match lane {
-                    LaneKind::Application => st.application.release(cost),
-                    LaneKind::Lifecycle => st.lifecycle.release(cost),
-                }
+                give_back(st);
                 return Err(match e {
                     spot_timer_core::Error::LeaseExpired => LifecycleError::StaleRoute {
-                        spot: s.id,
+                        spot: s.id(),
                         reason: StaleReason::LeaseExpired,
                     },
                     spot_timer_core::Error::Revoked => LifecycleError::StaleRoute {
-                        spot: s.id,
+                        spot: s.id(),
                         reason: StaleReason::NotOwner,
                     },
                     other => other.into(),
@@ -342,12 +343,12 @@ impl Node {
             }
         }
         let item = Item { payload, cost };
-        let q = st.queues.get_or_insert_with(Default::default);
+        let q = &mut st.pending().queues;
         match lane {
             LaneKind::Application => q.application.push_back(item),
             LaneKind::Lifecycle => q.lifecycle.push_back(item),
         }
-        st.mark_busy();
+        s.mark_busy(st, &self.catalog);
         self.counters.messages_admitted.fetch_add(1, Relaxed);
         debug_assert!(cost >= ITEM_OVERHEAD_BYTES);
         Ok(())
@@ -357,11 +358,10 @@ impl Node {
 /// Rings Spot `s`'s doorbell (its lock held as `st`): a one-shot record of the timer
 /// runtime, due now, whose hand-over takes the queued messages in a burst.
 pub(super) fn ring(s: &LocalSpot, st: &mut super::SpotState) -> spot_timer_core::Result<()> {
-    let key = DOORBELL_KEY | u64::from(st.doorbells);
+    let key = DOORBELL_KEY | u64::from(s.next_doorbell());
     let id = s
         .owner
         .register_id(key, TimerSpec::after(Duration::ZERO), Work::Doorbell, None)?;
-    st.doorbells = st.doorbells.wrapping_add(1);
-    st.queues.get_or_insert_with(Default::default).doorbell = Some(id);
+    st.pending().queues.doorbell = Some(id);
     Ok(())
 }

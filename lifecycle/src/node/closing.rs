@@ -41,7 +41,6 @@ impl Node {
         // further.
         let examined = self
             .catalog
-            .lock()
             .next_batch(&mut batch, |since| now.saturating_sub(since) >= timeout);
         self.counters.eviction_passes.fetch_add(1, Relaxed);
         self.counters
@@ -51,7 +50,10 @@ impl Node {
         for s in batch {
             let idle = {
                 let st = s.state.lock();
-                !st.closing && st.quiescent() && st.idle_for(now).is_some_and(|d| d >= timeout)
+                !s.close.closing()
+                    && st.quiescent()
+                    && s.idle_for(&st, &self.catalog, now)
+                        .is_some_and(|d| d >= timeout)
             };
             if idle && self.close_spot(&s, CloseReason::IdleEvicted, true) {
                 evicted += 1;
@@ -74,23 +76,26 @@ impl Node {
         quiescent_only: bool,
     ) -> bool {
         {
-            let mut st = s.state.lock();
-            if st.closing || (quiescent_only && !st.quiescent()) {
+            let st = s.state.lock();
+            if s.close.closing() || (quiescent_only && !st.quiescent()) {
                 return false;
             }
-            s.set_closing(&mut st, true);
+            s.close.set_closing(true);
         }
         // No work of the Spot may be running or about to run: its gate.
         let gate = s.owner.try_enter_gate();
         if !gate {
             if quiescent_only {
-                let mut st = s.state.lock();
-                s.set_closing(&mut st, false);
+                let _st = s.state.lock();
+                s.close.set_closing(false);
                 return false;
             }
             if !self.closed.load(Acquire) {
                 self.drop_queued(s);
-                s.state.lock().close_pending = Some(reason);
+                {
+                    let _st = s.state.lock();
+                    s.close.set_pending(reason);
+                }
                 self.closing.lock().push(s.clone());
                 // The record may have completed before the close was marked pending.
                 self.retry_closes();
@@ -115,7 +120,10 @@ impl Node {
             if !s.owner.try_enter_gate() {
                 continue; // still running: its completion comes back here
             }
-            let reason = s.state.lock().close_pending.take();
+            let reason = {
+                let _st = s.state.lock();
+                s.close.take_pending()
+            };
             self.closing.lock().retain(|x| !Arc::ptr_eq(x, &s));
             match reason {
                 Some(r) => self.finish_close(&s, r, true),
@@ -130,13 +138,16 @@ impl Node {
     fn drop_queued(&self, s: &LocalSpot) {
         let (drained, doorbell) = {
             let mut st = s.state.lock();
-            st.queues.take().map_or((0, None), |q| {
+            let dropped = st.pending.as_mut().map_or((0, None), |p| {
+                let q = std::mem::take(&mut p.queues);
                 for item in q.application.iter().chain(&q.lifecycle) {
                     self.inbound_bytes
                         .fetch_sub(item.cost - ITEM_OVERHEAD_BYTES, Relaxed);
                 }
                 (q.len(), q.doorbell)
-            })
+            });
+            st.settle();
+            dropped
         };
         // The doorbell rung for them must not take the gate any more (a close may wait
         // for it).
@@ -154,8 +165,9 @@ impl Node {
     fn finish_close(&self, s: &Arc<LocalSpot>, reason: CloseReason, gate: bool) {
         if let Some(cb) = &self.config.on_close {
             // Host code: a panic must not leave the Spot half-closed.
-            let _ =
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| cb(s.id, s.kind, reason)));
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                cb(s.id(), s.kind(), reason)
+            }));
         }
         // Its timers and doorbells end; the owner is forgotten once they have.
         let _ = s.owner.release();
@@ -163,14 +175,15 @@ impl Node {
             let _ = s.owner.leave_gate();
         }
         self.drop_queued(s);
-        self.spots.write().remove(&s.id);
+        self.spots.write().remove(s.id());
         self.occupied.fetch_sub(1, Relaxed);
-        let place = s.state.lock().place.take();
-        if let Some(p) = place {
-            self.catalog.lock().remove(p);
-        }
+        s.leave_catalog(&s.state.lock(), &self.catalog);
         self.publish_active();
-        let _ = self.store.release(s.id, s.authority);
+        let authority = crate::store::Authority {
+            node: self.id,
+            epoch: s.epoch,
+        };
+        let _ = self.store.release(s.id(), authority);
         match reason {
             CloseReason::IdleEvicted => self.counters.evicted.fetch_add(1, Relaxed),
             _ => self.counters.closed.fetch_add(1, Relaxed),
@@ -208,12 +221,15 @@ impl Node {
         // Closes still waiting for a running record end now, as every other Spot.
         let waiting = std::mem::take(&mut *self.closing.lock());
         for s in waiting {
-            let pending = s.state.lock().close_pending.take();
+            let pending = {
+                let _st = s.state.lock();
+                s.close.take_pending()
+            };
             if let Some(r) = pending {
                 self.finish_close(&s, r, false);
             }
         }
-        let all: Vec<Arc<LocalSpot>> = self.spots.read().values().cloned().collect();
+        let all: Vec<Arc<LocalSpot>> = self.spots.read().iter().cloned().collect();
         for s in all {
             self.close_spot(&s, CloseReason::NodeShutdown, false);
         }

@@ -98,12 +98,13 @@ impl Node {
             return;
         };
         let mut st = s.state.lock();
-        if let Some(q) = st.queues.as_mut() {
-            if q.doorbell == Some(core.timer_id()) {
-                q.doorbell = None;
+        if let Some(p) = st.pending.as_mut() {
+            if p.queues.doorbell == Some(core.timer_id()) {
+                p.queues.doorbell = None;
             }
         }
-        if st.closing {
+        st.settle();
+        if s.close.closing() {
             // Nothing of a closing Spot starts any more; completed at once, so the gate it
             // took is free for the close that may wait for it.
             drop(st);
@@ -115,11 +116,15 @@ impl Node {
             Work::Doorbell => self.hand_burst(&s, &mut st, core, room, out),
             Work::Timer(user) => {
                 let limits = self.config.application_lane;
-                match st.application.reserve(&limits, LaneKind::Application, 0) {
+                let pending = st.pending();
+                match pending
+                    .application
+                    .reserve(&limits, LaneKind::Application, 0)
+                {
                     Ok(cost) => {
-                        st.in_flight += 1;
-                        st.in_hand = core.token();
-                        st.mark_busy();
+                        pending.in_flight += 1;
+                        pending.in_hand = core.token();
+                        s.mark_busy(&st, &self.catalog);
                         out.push(SpotRecord::Tick(SpotTick {
                             standing: s.clone(),
                             spot,
@@ -131,6 +136,7 @@ impl Node {
                     }
                     Err(_) => {
                         // Kept, not lost: retried when the gate is next free (T9).
+                        st.settle();
                         drop(st);
                         self.counters.ticks_deferred.fetch_add(1, Relaxed);
                         self.deferred.lock().push(core.complete(Outcome::Deferred));
@@ -151,18 +157,19 @@ impl Node {
         room: usize,
         out: &mut Vec<SpotRecord>,
     ) {
-        let queued = st.queues.as_ref().map_or(0, |q| q.len());
+        let queued = st.queues().map_or(0, |q| q.len());
         let take = queued.min(room).min(BURST_LIMIT);
         if take == 0 {
             // Its messages were dropped meanwhile: the doorbell ends, its gate is free.
             self.deferred.lock().push(core.complete(Outcome::Ok));
             return;
         }
-        st.in_hand = core.token();
-        st.burst_done = 0;
+        let pending = st.pending();
+        pending.in_hand = core.token();
+        pending.burst_done = 0;
         let burst = Arc::new(Burst::new(s.clone(), core));
         out.reserve(take);
-        let q = st.queues.as_mut().expect("counted above");
+        let q = &mut pending.queues;
         for index in 0..take as u32 {
             let (lane, item) = match q.lifecycle.pop_front() {
                 Some(i) => (LaneKind::Lifecycle, i),
@@ -174,20 +181,16 @@ impl Node {
             out.push(SpotRecord::Message(MessageRecord {
                 burst: burst.clone(),
                 index,
-                spot: s.id,
+                spot: s.id(),
                 generation: s.generation,
                 lane,
                 payload: item.payload,
                 cost: item.cost,
             }));
         }
-        if take == queued {
-            // Nothing left: an idle Spot keeps no queue.
-            st.queues = None;
-        }
-        st.in_flight += take as u32;
-        st.burst_left = take as u32;
-        if take < queued && st.queues.as_ref().is_some_and(|q| q.doorbell.is_none()) {
+        pending.in_flight += take as u32;
+        pending.burst_left = take as u32;
+        if take < queued && pending.queues.doorbell.is_none() {
             // Waits behind this burst's gate. If the authority ended, the messages stay
             // until the Spot's close drops them (counted).
             let _ = super::admission::ring(s, st);
@@ -228,7 +231,7 @@ impl Node {
             };
             let mut st = s.state.lock();
             for c in group {
-                if !self.finish_one(&mut st, c, core) && invalid.is_none() {
+                if !self.finish_one(&s, &mut st, c, core) && invalid.is_none() {
                     invalid = Some(LifecycleError::InvalidArgument(format!(
                         "a completion of Spot {} names no record in the host's hands (given \
                          twice, or made up); the others were applied",
@@ -236,7 +239,8 @@ impl Node {
                     )));
                 }
             }
-            st.note_finished(now);
+            st.settle();
+            s.note_finished(&st, &self.catalog, now);
         }
         invalid
     }
@@ -257,40 +261,40 @@ impl Node {
     /// names no record in the host's hands.
     fn finish_one(
         &self,
+        s: &LocalSpot,
         st: &mut SpotState,
         c: &SpotCompletion,
         core: &mut Vec<Completion>,
     ) -> bool {
-        if st.in_hand != c.core.token {
+        if st.in_hand() != c.core.token {
             return false;
         }
+        let closing = s.close.closing();
+        let pending = st.pending();
         if c.message {
             let bit = 1u64 << c.index;
-            if st.burst_done & bit != 0 {
+            if pending.burst_done & bit != 0 {
                 return false;
             }
-            st.burst_done |= bit;
+            pending.burst_done |= bit;
             self.count_message_end(c);
         }
-        if st.closing {
+        if closing {
             // The record's timer ends here rather than coming back for a closing Spot (and
             // taking the gate its close waits for).
             let _ = self.rt.cancel_timer_nowait(c.timer);
         }
-        match c.lane {
-            LaneKind::Application => st.application.release(c.cost),
-            LaneKind::Lifecycle => st.lifecycle.release(c.cost),
-        }
-        st.in_flight -= 1;
+        pending.lane(c.lane).release(c.cost);
+        pending.in_flight -= 1;
         if !c.message {
-            st.in_hand = super::NOTHING_IN_HAND;
+            pending.in_hand = super::NOTHING_IN_HAND;
             core.push(c.core);
             return true;
         }
-        st.burst_left -= 1;
-        if st.burst_left == 0 {
+        pending.burst_left -= 1;
+        if pending.burst_left == 0 {
             // The doorbell is delivered (it ends) whether or not its messages started.
-            st.in_hand = super::NOTHING_IN_HAND;
+            pending.in_hand = super::NOTHING_IN_HAND;
             core.push(Completion::new(c.core.token, Outcome::Ok));
         }
         true

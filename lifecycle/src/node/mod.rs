@@ -12,26 +12,31 @@
 //!   never calls back into this layer, and at publication the admission view's and the
 //!   catalog's (never the other way round: the eviction scan releases the catalog before
 //!   it locks a Spot). A Spot notes its activity in its catalog place under its mutex, and
-//!   leaves the catalog by taking its place out under it.
-//! - A closing Spot (its `closing` flag, mirrored outside the mutex for the start check)
-//!   admits and starts nothing; its close finishes once no record of it holds its gate.
+//!   leaves the catalog under it (noted in its close state: nothing is written to the
+//!   place once it may be another Spot's).
+//! - A closing Spot (its `close` state, changed under its mutex and kept outside it for the
+//!   start check) admits and starts nothing; its close finishes once no record of it holds
+//!   its gate.
 //! - Work reaches the host only as records of the timer runtime, so a Spot's messages and
 //!   timer ticks share its serial gate (T9), its owner's lease check (T6) and the batch.
 //! - A Spot with queued messages has one doorbell rung (`Queues::doorbell`): rung when
 //!   its lanes go from empty to not empty, and again when a burst leaves messages behind.
 //!   A doorbell's record hands the host a burst of up to `BURST_LIMIT` messages and holds
-//!   the Spot's gate until the last of them completed (`SpotState::burst_left`).
+//!   the Spot's gate until the last of them completed (`Pending::burst_left`).
 //!
 //! Split by role: `activation` (creation, L3), `admission` (send, routing, L4, L6),
 //! `delivery` (exchange and completion), `closing` (close and idle eviction, L5); a Spot's
 //! state in `local_spot`, the configuration in `config`, the counters in `stats`.
 
 mod activation;
+mod active_spots;
 mod admission;
+mod close_state;
 mod closing;
 mod config;
 mod delivery;
 mod local_spot;
+mod pending;
 mod stats;
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -55,9 +60,11 @@ use crate::transport::{PeerServer, Remotes};
 const REMOTE_ANSWER_MARGIN: Duration = Duration::from_secs(10);
 
 pub(crate) use activation::Attempt;
+use active_spots::ActiveSpots;
 pub use config::{CloseReason, ClosingCallback, Factory, NodeConfig};
 pub(crate) use local_spot::LocalSpot;
-use local_spot::{Item, SpotState, NOTHING_IN_HAND};
+use local_spot::SpotState;
+use pending::{Item, NOTHING_IN_HAND};
 use stats::Counters;
 pub use stats::NodeStats;
 
@@ -78,10 +85,10 @@ pub struct Node {
     rt: Runtime<Work>,
     store: Arc<dyn LocationStore>,
     cluster: Option<Arc<Cluster>>,
-    spots: RwLock<SpotMap<Arc<LocalSpot>>>,
+    spots: RwLock<ActiveSpots>,
     attempts: Mutex<SpotMap<Arc<Attempt>>>,
     routes: Mutex<SpotMap<NodeId>>,
-    catalog: Mutex<Catalog<Arc<LocalSpot>>>,
+    catalog: Catalog<Arc<LocalSpot>>,
     entry_actors: Mutex<Vec<u64>>,
     inbound_bytes: AtomicU64,
     counters: Counters,
@@ -141,7 +148,7 @@ impl Node {
             spots: RwLock::default(),
             attempts: Mutex::default(),
             routes: Mutex::default(),
-            catalog: Mutex::default(),
+            catalog: Catalog::default(),
             entry_actors: Mutex::default(),
             inbound_bytes: AtomicU64::new(0),
             counters: Counters::default(),
@@ -168,7 +175,7 @@ impl Node {
         }
         let entry = match node.activate(node.config.entry, SpotKind::Entry, &mut None, &mut None) {
             Ok(Some(s)) => {
-                let _ = node.entry.set(Spot::new(s.id, s.generation));
+                let _ = node.entry.set(Spot::new(s.id(), s.generation));
                 Ok(())
             }
             Ok(None) => Err(LifecycleError::InvalidArgument(format!(
@@ -236,18 +243,18 @@ impl Node {
 
     fn typed<K: Kind>(&self, id: SpotId) -> Result<Spot<K>> {
         let s = self.local(id).ok_or(LifecycleError::NotFound(id))?;
-        if s.kind != K::KIND {
+        if s.kind() != K::KIND {
             return Err(LifecycleError::WrongKind {
                 spot: id,
                 expected: K::KIND,
-                actual: s.kind,
+                actual: s.kind(),
             });
         }
-        Ok(Spot::new(s.id, s.generation))
+        Ok(Spot::new(s.id(), s.generation))
     }
 
     pub(crate) fn local(&self, id: SpotId) -> Option<Arc<LocalSpot>> {
-        self.spots.read().get(&id).cloned()
+        self.spots.read().get(id).cloned()
     }
 
     /// Registers a repeating timer of a Spot (key below 2^63): each tick is application
@@ -277,7 +284,7 @@ impl Node {
     /// The kind of Spot `id` if it is active on this node (for callers that hold ids, not
     /// typed handles: the C ABI and the bindings).
     pub fn spot_kind(&self, id: SpotId) -> Result<SpotKind> {
-        Ok(self.local_or_not_found(id)?.kind)
+        Ok(self.local_or_not_found(id)?.kind())
     }
 
     /// [`Node::every`] for Spot `id` active on this node, whatever its kind.
@@ -331,9 +338,9 @@ impl Node {
         let mut out: Vec<RelocationTarget> = self
             .spots
             .read()
-            .values()
-            .filter(|s| crate::kind::relocatable(s.kind))
-            .map(|s| RelocationTarget::Spot(s.id, s.kind))
+            .iter()
+            .filter(|s| crate::kind::relocatable(s.kind()))
+            .map(|s| RelocationTarget::Spot(s.id(), s.kind()))
             .collect();
         out.extend(
             self.entry_actors

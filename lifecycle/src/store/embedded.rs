@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
 
+use super::compact_record::{CompactRecord, NodeNumbers};
 use super::*;
 use crate::error::LifecycleError;
 use crate::kind::SpotMap;
@@ -15,11 +16,30 @@ use crate::kind::SpotMap;
 #[derive(Default)]
 struct State {
     revision: u64,
-    records: SpotMap<(LocationRecord, u64)>,
+    records: SpotMap<CompactRecord>,
+    /// The numbers the records name their owner nodes by.
+    node_numbers: NodeNumbers,
     /// Object generations of ids whose records were released: a re-creation continues
-    /// from here.
+    /// from here. The generation of a record is one past its id's entry (1 without one):
+    /// an entry changes only as its id's record goes.
     generations: SpotMap<u64>,
     nodes: HashMap<NodeId, NodeEntry>,
+}
+
+impl State {
+    /// The object generation of `spot`'s record (or of its next one, when it has none).
+    fn generation(&self, spot: SpotId) -> u64 {
+        self.generations.get(&spot).copied().unwrap_or(0) + 1
+    }
+
+    /// Removes `spot`'s record, its generation becoming the one a re-creation continues
+    /// from.
+    fn remove_record(&mut self, spot: SpotId) -> Option<CompactRecord> {
+        let removed = self.records.remove(&spot)?;
+        let generation = self.generation(spot);
+        self.generations.insert(spot, generation);
+        Some(removed)
+    }
 }
 
 struct NodeEntry {
@@ -59,16 +79,15 @@ impl EmbeddedStore {
             n.status = NodeStatus::Gone;
             n.active = 0;
         }
+        let number = s.node_numbers.get(node);
         let gone: Vec<SpotId> = s
             .records
             .iter()
-            .filter(|(_, (r, _))| r.authority.node == node)
+            .filter(|(_, r)| Some(r.node()) == number)
             .map(|(id, _)| *id)
             .collect();
         for id in gone {
-            if let Some((r, _)) = s.records.remove(&id) {
-                s.generations.insert(id, r.object_generation);
-            }
+            s.remove_record(id);
         }
         s.revision += 1;
         self.changed.notify_all();
@@ -163,7 +182,8 @@ impl LocationStore for EmbeddedStore {
 
     fn read(&self, spot: SpotId) -> Result<StoreView> {
         let s = self.state.lock();
-        let record = s.records.get(&spot).map(|(r, _)| *r);
+        let held = s.records.get(&spot);
+        let record = held.map(|r| r.record(&s.node_numbers, s.generation(spot)));
         let owner_status = record.map(|r| {
             s.nodes
                 .get(&r.authority.node)
@@ -172,7 +192,7 @@ impl LocationStore for EmbeddedStore {
         Ok(StoreView {
             record,
             owner_status,
-            revision: s.records.get(&spot).map_or(s.revision, |(_, rev)| *rev),
+            revision: held.map_or(s.revision, |r| r.changed_at()),
         })
     }
 
@@ -189,9 +209,10 @@ impl LocationStore for EmbeddedStore {
                 format!("node {} is not a live node of this store", node.0).into(),
             ));
         }
+        let number = s.node_numbers.number(node)?;
         s.revision += 1;
         let rev = s.revision;
-        let generation = s.generations.get(&spot).copied().unwrap_or(0) + 1;
+        let generation = s.generation(spot);
         let authority = Authority { node, epoch: rev };
         let record = LocationRecord {
             kind,
@@ -199,7 +220,8 @@ impl LocationStore for EmbeddedStore {
             authority,
             object_generation: generation,
         };
-        s.records.insert(spot, (record, rev));
+        let held = CompactRecord::new(&record, number, rev)?;
+        s.records.insert(spot, held);
         self.changed.notify_all();
         Ok(Some(Reservation {
             spot,
@@ -213,26 +235,29 @@ impl LocationStore for EmbeddedStore {
         let mut s = self.state.lock();
         s.revision += 1;
         let rev = s.revision;
-        let Some((record, at)) = s.records.get_mut(&r.spot) else {
+        let number = s.node_numbers.get(r.authority.node);
+        let generation = s.generation(r.spot);
+        let s = &mut *s;
+        let Some(held) = s.records.get_mut(&r.spot) else {
             return Err(LifecycleError::Store("the reservation is gone".into()));
         };
-        if record.authority != r.authority || record.state != LocationState::Creating {
+        if !held.held_by(r.authority, number) || held.state() != LocationState::Creating {
             return Err(LifecycleError::Store(
                 "the reservation was fenced off by a newer authority".into(),
             ));
         }
-        record.state = LocationState::Ready;
-        *at = rev;
-        let out = *record;
+        held.set(LocationState::Ready, rev)?;
+        let out = held.record(&s.node_numbers, generation);
         self.changed.notify_all();
         Ok(out)
     }
 
     fn abort(&self, r: &Reservation) {
         let mut s = self.state.lock();
+        let number = s.node_numbers.get(r.authority.node);
         if s.records
             .get(&r.spot)
-            .is_some_and(|(rec, _)| rec.authority == r.authority)
+            .is_some_and(|held| held.held_by(r.authority, number))
         {
             s.records.remove(&r.spot);
             s.revision += 1;
@@ -242,11 +267,10 @@ impl LocationStore for EmbeddedStore {
 
     fn release(&self, spot: SpotId, authority: Authority) -> Result<()> {
         let mut s = self.state.lock();
+        let number = s.node_numbers.get(authority.node);
         match s.records.get(&spot) {
-            Some((r, _)) if r.authority == authority => {
-                let generation = r.object_generation;
-                s.records.remove(&spot);
-                s.generations.insert(spot, generation);
+            Some(r) if r.held_by(authority, number) => {
+                s.remove_record(spot);
                 s.revision += 1;
                 self.changed.notify_all();
                 Ok(())
@@ -259,9 +283,56 @@ impl LocationStore for EmbeddedStore {
 
     fn wait_change(&self, spot: SpotId, seen: u64, timeout: Duration) {
         let mut s = self.state.lock();
-        let unchanged = |s: &State| s.records.get(&spot).is_some_and(|(_, rev)| *rev == seen);
+        let unchanged = |s: &State| s.records.get(&spot).is_some_and(|r| r.changed_at() == seen);
         if unchanged(&s) {
             let _ = self.changed.wait_for(&mut s, timeout);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn generation_read(store: &EmbeddedStore, spot: SpotId) -> Option<u64> {
+        store
+            .read(spot)
+            .unwrap()
+            .record
+            .map(|r| r.object_generation)
+    }
+
+    #[test]
+    fn generations_continue_across_release_and_expiry_and_not_across_abort() {
+        let store = EmbeddedStore::new();
+        let (a, b) = (NodeId(1), NodeId(2));
+        store.register_node(a, 10, None).unwrap();
+        store.register_node(b, 10, None).unwrap();
+        let spot = SpotId(7);
+        let first = store.reserve(spot, SpotKind::Instance, a).unwrap().unwrap();
+        assert_eq!(first.generation, 1);
+        assert_eq!(generation_read(&store, spot), Some(1));
+        let ready = store.commit_ready(&first).unwrap();
+        assert_eq!(ready.object_generation, 1);
+        assert_eq!(ready.authority, first.authority);
+        store.release(spot, first.authority).unwrap();
+        assert_eq!(generation_read(&store, spot), None);
+        // An aborted creation leaves the next one at the same generation.
+        let aborted = store.reserve(spot, SpotKind::User, b).unwrap().unwrap();
+        assert_eq!(aborted.generation, 2);
+        store.abort(&aborted);
+        let second = store.reserve(spot, SpotKind::User, b).unwrap().unwrap();
+        assert_eq!(second.generation, 2);
+        let record = store.commit_ready(&second).unwrap();
+        assert_eq!(record.kind, SpotKind::User);
+        assert_eq!(record.authority.node, b);
+        // The owner's lease ends: the record goes, the next creation continues.
+        store.expire_node(b);
+        assert_eq!(generation_read(&store, spot), None);
+        let third = store.reserve(spot, SpotKind::Instance, a).unwrap().unwrap();
+        assert_eq!(third.generation, 3);
+        // A release fenced by an older authority changes nothing.
+        assert!(store.release(spot, second.authority).is_err());
+        assert_eq!(generation_read(&store, spot), Some(3));
     }
 }

@@ -7,6 +7,7 @@
 //! "key absent"). [`EmbeddedStore`] is the in-process default: one node, or several
 //! simulated nodes sharing one store in one process.
 
+mod compact_record;
 mod embedded;
 
 pub use embedded::EmbeddedStore;
