@@ -100,8 +100,10 @@ impl<T, const BASE: usize> ChunkedArray<T, BASE> {
     }
 }
 
+#[cfg(any(spot_loom, test))]
 impl<T: Default, const BASE: usize> ChunkedArray<T, BASE> {
-    /// The element at `index`, allocating its chunk (default values) if needed.
+    /// The element at `index`, allocating its chunk (default values) if needed: for the
+    /// loom build, whose atomics cannot be mapped zeroed.
     pub fn ensure(&self, index: usize) -> &T {
         self.ensure_with(index, |len| {
             let b: Box<[T]> = (0..len).map(|_| T::default()).collect();

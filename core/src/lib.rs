@@ -54,6 +54,7 @@ mod hash;
 mod lateness;
 mod metric;
 mod owner;
+mod paged;
 mod policy;
 mod prefetch;
 mod queue;

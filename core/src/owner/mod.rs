@@ -21,9 +21,9 @@ use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed};
 
 use parking_lot::RwLock;
 
-use crate::chunked::ChunkedArray;
 use crate::clock::Nanos;
 use crate::error::{Error, Result};
+use crate::paged::PagedArray;
 use crate::sync::{AtomicU32, AtomicU64, Mutex};
 
 /// The host's id of an owner.
@@ -36,6 +36,7 @@ pub(crate) const EXPIRED: Nanos = 0;
 
 /// Most owners a runtime can know at once (the index is 24 bits in a slot).
 pub(crate) const MAX_OWNERS: u32 = 1 << 24;
+const _: () = assert!(MAX_OWNERS as usize <= crate::paged::CAPACITY);
 const INDEX_BITS: u32 = 24;
 
 /// One owner, in one cache line: what the hot paths read, and the lock with what it
@@ -142,7 +143,8 @@ pub(crate) fn epoch_index(epoch: u64) -> u32 {
 }
 
 pub(crate) struct OwnerTable {
-    entries: ChunkedArray<OwnerEntry, 64>,
+    /// One page at a time, so the table holds little room beyond its owners.
+    entries: PagedArray<OwnerEntry>,
     /// Owner id -> index of the owners the runtime knows.
     pub ids: RwLock<OwnerIds>,
     free: parking_lot::Mutex<VecDeque<u32>>,
@@ -153,7 +155,7 @@ pub(crate) struct OwnerTable {
 impl Default for OwnerTable {
     fn default() -> Self {
         Self {
-            entries: ChunkedArray::default(),
+            entries: PagedArray::default(),
             ids: RwLock::new(OwnerIds::default()),
             free: parking_lot::Mutex::new(VecDeque::new()),
             fresh: StdAtomicU32::new(0),
