@@ -2,8 +2,8 @@
 //!
 //! The host names a record by a token this table makes: the record's place in the table
 //! (low 32 bits) and how many records that place has held (high 32 bits, never 0). Finding
-//! a record is an index, not a hash; a token of a completed record never names a later
-//! one (its place has been used again under a new count). The records stay here until
+//! a record is an index, not a hash; a token of a completed record does not name a later
+//! one (its place is used again under a new count, which repeats only after 2^32 uses). The records stay here until
 //! completed: they own the payloads the C records point to, and a payload does not move
 //! when its record does.
 
