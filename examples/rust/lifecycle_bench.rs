@@ -100,9 +100,8 @@ fn activations(n: u64) -> f64 {
     n as f64 / dt
 }
 
-/// Records per CPU-second from `send` to the handler's completion, on the real clock: a
-/// sender thread and the host thread, `spots` Spots.
-fn send_to_handler(spots: u64, messages: u64) -> f64 {
+/// A node on the real clock with User Spots `0..spots` (never evicted).
+fn user_spots_node(spots: u64) -> Arc<Node> {
     let node = Node::start(
         NodeConfig {
             instance_idle_timeout: None,
@@ -115,6 +114,38 @@ fn send_to_handler(spots: u64, messages: u64) -> f64 {
     for i in 0..spots {
         node.create_user_spot(SpotId(i)).unwrap();
     }
+    node
+}
+
+/// A host whose handler only counts: its batch buffer and the completions it hands back
+/// with its next exchange.
+#[derive(Default)]
+struct Host {
+    batch: Vec<SpotRecord>,
+    done: Vec<SpotCompletion>,
+}
+
+impl Host {
+    /// One exchange (waiting up to `timeout`) and its batch; returns how many ran.
+    fn handle_ready(&mut self, node: &Node, timeout: Duration) -> u64 {
+        node.exchange(&self.done, &mut self.batch, 8192, Some(timeout))
+            .unwrap();
+        self.done.clear();
+        let mut ran = 0;
+        for r in self.batch.drain(..) {
+            if node.begin(&r) {
+                ran += 1;
+            }
+            self.done.push(r.complete(Outcome::Ok));
+        }
+        ran
+    }
+}
+
+/// Records per CPU-second from `send` to the handler's completion, on the real clock: a
+/// sender thread and the host thread, `spots` Spots.
+fn send_to_handler(spots: u64, messages: u64) -> f64 {
+    let node = user_spots_node(spots);
     let cpu0 = cpu_seconds();
     let sender = {
         let node = node.clone();
@@ -129,21 +160,13 @@ fn send_to_handler(spots: u64, messages: u64) -> f64 {
             }
         })
     };
-    let (mut batch, mut done) = (Vec::new(), Vec::new());
+    let mut host = Host::default();
     let mut handled = 0;
     while handled < messages {
-        node.exchange(&done, &mut batch, 8192, Some(Duration::from_millis(10)))
-            .unwrap();
-        done.clear();
-        for r in batch.drain(..) {
-            if node.begin(&r) {
-                handled += 1;
-            }
-            done.push(r.complete(Outcome::Ok));
-        }
+        handled += host.handle_ready(&node, Duration::from_millis(10));
     }
     sender.join().unwrap();
-    node.complete(&done).unwrap();
+    node.complete(&host.done).unwrap();
     let cpu = cpu_seconds() - cpu0;
     node.shutdown();
     messages as f64 / cpu
@@ -184,20 +207,9 @@ fn eviction_pass(spots: u64) -> (f64, f64, f64) {
 /// Send→handler on one thread, in the shape of the C and Python rows: a window of
 /// messages sent round-robin to `spots` User Spots, then handled until none is left.
 fn send_then_handle(spots: u64, messages: u64) -> f64 {
-    let node = Node::start(
-        NodeConfig {
-            instance_idle_timeout: None,
-            ..NodeConfig::default()
-        },
-        Arc::new(EmbeddedStore::new()),
-        None,
-    )
-    .unwrap();
-    for i in 0..spots {
-        node.create_user_spot(SpotId(i)).unwrap();
-    }
+    let node = user_spots_node(spots);
     let cpu0 = cpu_seconds();
-    let (mut batch, mut done) = (Vec::new(), Vec::new());
+    let mut host = Host::default();
     let (mut sent, mut handled) = (0, 0);
     while sent < messages {
         let window = (messages - sent).min(100_000);
@@ -206,18 +218,10 @@ fn send_then_handle(spots: u64, messages: u64) -> f64 {
         }
         sent += window;
         while handled < sent {
-            node.exchange(&done, &mut batch, 8192, Some(Duration::from_millis(50)))
-                .unwrap();
-            done.clear();
-            for r in batch.drain(..) {
-                if node.begin(&r) {
-                    handled += 1;
-                }
-                done.push(r.complete(Outcome::Ok));
-            }
+            handled += host.handle_ready(&node, Duration::from_millis(50));
         }
     }
-    node.complete(&done).unwrap();
+    node.complete(&host.done).unwrap();
     let cpu = cpu_seconds() - cpu0;
     node.shutdown();
     messages as f64 / cpu
