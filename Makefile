@@ -7,6 +7,9 @@ SHELL := /bin/bash
 CARGO ?= cargo
 ROOT := $(abspath .)
 BUILD := $(ROOT)/build
+# The test and demo commands build from scratch on a fresh machine, where incremental
+# compilation state only doubles the target directory (set it to 1 to work on the code).
+export CARGO_INCREMENTAL ?= 0
 
 TEST_TARGETS :=
 DEMO_TARGETS :=
