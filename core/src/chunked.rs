@@ -63,6 +63,7 @@ impl<T, const BASE: usize> Default for ChunkedArray<T, BASE> {
 }
 
 /// (chunk, offset) of an index.
+#[inline]
 fn locate(base: usize, index: usize) -> (usize, usize) {
     let scaled = index / base + 1;
     let chunk = (usize::BITS - 1 - scaled.leading_zeros()) as usize;
@@ -79,6 +80,7 @@ impl<T, const BASE: usize> ChunkedArray<T, BASE> {
         Some(unsafe { &*c.ptr.as_ptr().add(offset) })
     }
 
+    #[inline]
     fn ensure_with(&self, index: usize, make: impl FnOnce(usize) -> Chunk<T>) -> &T {
         let (chunk, offset) = locate(BASE, index);
         let c = self.chunks[chunk].get_or_init(|| make(BASE << chunk));
@@ -119,6 +121,7 @@ impl<T: Default, const BASE: usize> ChunkedArray<T, BASE> {
 
 impl<T: Zeroable, const BASE: usize> ChunkedArray<T, BASE> {
     /// The element at `index`, mapping its chunk (zeroed, untouched pages) if needed.
+    #[inline]
     pub fn ensure_zeroed(&self, index: usize) -> &T {
         self.ensure_with(index, |len| {
             let bytes = len * std::mem::size_of::<T>();

@@ -34,6 +34,7 @@ impl OverrunPolicy {
 
 /// Checks `max_catch_up_ticks` for a policy and returns the value the timer will use.
 /// With `CatchUpBounded` it must be in `1..=i32::MAX`; other policies normalise it to 1.
+#[inline]
 pub fn normalize_max_catch_up(policy: OverrunPolicy, max_catch_up_ticks: u64) -> Result<u32> {
     match policy {
         OverrunPolicy::CatchUpBounded => {
@@ -108,6 +109,7 @@ pub(crate) enum Next {
 
 impl Schedule {
     /// The schedule of a timer registered at `now`.
+    #[inline]
     pub fn new(
         policy: OverrunPolicy,
         max_catch_up: u32,

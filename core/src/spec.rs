@@ -71,6 +71,7 @@ impl TimerSpec {
     }
 
     /// Checks the spec and returns the schedule of a registration at `now`.
+    #[inline]
     pub(crate) fn schedule(&self, now: Nanos) -> Result<Schedule> {
         let period = match self.period {
             Some(p) if p.is_zero() => {

@@ -113,6 +113,18 @@ pub(crate) fn exclusive_index() -> Option<usize> {
     Some(thread_index()).filter(|&n| n < EXCLUSIVE)
 }
 
+/// `number % count` without a division for the numbers below `count` — thread numbers
+/// are handed out lowest first, so those are nearly all of them (a division costs more
+/// than the rest of picking a shard).
+#[inline]
+pub(crate) fn spread(number: usize, count: usize) -> usize {
+    if number < count {
+        number
+    } else {
+        number % count
+    }
+}
+
 // Loom's threads share one OS thread and so one thread-local number: nothing is exclusive.
 #[cfg(spot_loom)]
 pub(crate) fn thread_index() -> usize {

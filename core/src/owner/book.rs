@@ -58,6 +58,7 @@ impl OwnerBook {
 
     /// Maps the key of slot `index` (hash `hash`; `same_key(s)`: slot `s` holds the same
     /// key) to `index`. Returns the slot it named before, if any.
+    #[inline]
     pub fn upsert_key(
         &mut self,
         hash: u64,
@@ -96,6 +97,7 @@ impl OwnerBook {
 
     /// If the key (hash `hash`) names slot `index`: makes it name `to` instead, or removes
     /// it (`to` None). False when the key names another slot or none.
+    #[inline]
     pub fn replace_key_slot(&mut self, hash: u64, index: u32, to: Option<u32>) -> bool {
         if self.one == index {
             self.one = to.unwrap_or(NO_SLOT);

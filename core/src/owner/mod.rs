@@ -75,6 +75,7 @@ impl Default for OwnerEntry {
 impl OwnerEntry {
     /// Is authority `epoch` current and its lease still running at `now`? The clock is
     /// read only when the owner has a lease.
+    #[inline]
     pub fn check(&self, epoch: u64, now: impl FnOnce() -> Nanos) -> Result<()> {
         if self.epoch.load(Acquire) != epoch {
             return Err(Error::Revoked);

@@ -38,10 +38,12 @@ pub(crate) struct Arena {
 }
 
 impl Arena {
+    #[inline]
     pub fn chunk(&self, i: u32) -> &Chunk {
         &self.segments[i as usize / SEGMENT_CHUNKS][i as usize % SEGMENT_CHUNKS]
     }
 
+    #[inline]
     pub fn chunk_mut(&mut self, i: u32) -> &mut Chunk {
         &mut self.segments[i as usize / SEGMENT_CHUNKS][i as usize % SEGMENT_CHUNKS]
     }
@@ -107,6 +109,7 @@ impl Bucket {
         self.head == NIL
     }
 
+    #[inline]
     pub fn push(&mut self, arena: &mut Arena, e: Entry) {
         if self.tail == NIL || self.tail_len as usize == CHUNK_ENTRIES {
             let c = arena.allocate();

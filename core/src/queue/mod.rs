@@ -45,6 +45,7 @@ impl DeadlineQueue {
     }
 
     /// Arms `e`. Returns the time the scheduler must wake for it.
+    #[inline]
     pub fn insert(&mut self, e: Entry, exact: bool) -> Nanos {
         if exact {
             self.exact.push(e);

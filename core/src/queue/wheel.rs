@@ -27,23 +27,27 @@ pub(crate) struct Wheel {
     len: usize,
 }
 
+#[inline]
 fn level_for(elapsed: u64, when: u64) -> usize {
     let masked = (elapsed ^ when) | (SLOTS as u64 - 1);
     let significant = 63 - masked.leading_zeros() as usize;
     significant / SLOT_BITS
 }
 
+#[inline]
 fn slot_for(level: usize, when: u64) -> usize {
     ((when >> (level * SLOT_BITS)) & (SLOTS as u64 - 1)) as usize
 }
 
 /// The tick an entry due at `due` belongs to: its due time rounded up to a tick, and never
 /// one that has already been handed out.
+#[inline]
 fn when(shift: u32, elapsed: u64, due: Nanos) -> u64 {
     let mask = (1u64 << shift) - 1;
     ((due >> shift) + u64::from(due & mask != 0)).max(elapsed)
 }
 
+#[inline]
 fn file(
     buckets: &mut [[Bucket; SLOTS]; LEVELS],
     occupied: &mut [u64; LEVELS],
@@ -80,10 +84,12 @@ impl Wheel {
     }
 
     /// When the scheduler must look again for an entry due at `due`: the start of its tick.
+    #[inline]
     pub fn wake_time(&self, due: Nanos) -> Nanos {
         self.ticks_to_nanos(self.when(due))
     }
 
+    #[inline]
     fn ticks_to_nanos(&self, ticks: u64) -> Nanos {
         ticks
             .checked_shl(self.shift)
@@ -91,6 +97,7 @@ impl Wheel {
             .unwrap_or(u64::MAX)
     }
 
+    #[inline]
     pub fn insert(&mut self, e: Entry) {
         let when = self.when(e.due);
         file(

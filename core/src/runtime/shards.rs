@@ -66,6 +66,7 @@ impl Shards {
     }
 
     /// [`Shards::arm`] for one entry.
+    #[inline]
     pub fn arm_one(&self, i: usize, e: Entry, exact: bool) -> Option<Nanos> {
         let s = &self.list[i];
         let mut q = s.queue.lock();
@@ -75,6 +76,7 @@ impl Shards {
     }
 
     /// Lowers shard `s`'s `min_wake` to `earliest` (its lock held) if that is earlier.
+    #[inline]
     fn publish_earliest(&self, s: &Shard, earliest: Nanos) -> Option<Nanos> {
         if earliest < s.min_wake.load(Ordering::Relaxed) {
             // A swap, not a store: on x86 it is also the full barrier the wake-up protocol
@@ -120,6 +122,7 @@ impl Shards {
     }
 
     /// Does shard `i` hold enough entries to be compacted?
+    #[inline]
     pub fn over_threshold(&self, i: usize) -> bool {
         let s = &self.list[i];
         s.len.load(Ordering::Relaxed) > s.compact_at.load(Ordering::Relaxed)

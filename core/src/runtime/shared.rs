@@ -40,6 +40,7 @@ thread_local! {
 static NEXT_GENERATION: AtomicU64 = AtomicU64::new(1);
 const GENERATION_BLOCK: u64 = 1024;
 
+#[inline]
 pub(crate) fn next_generation() -> u64 {
     GENERATIONS.with(|g| loop {
         let (next, end) = g.get();
@@ -147,8 +148,9 @@ impl<P> Shared<P> {
     }
 
     /// The deadline-queue shard (and free-slot queue) of the calling thread.
+    #[inline]
     pub fn my_shard(&self) -> usize {
-        crate::thread_index::thread_index() % self.shards.len()
+        crate::thread_index::spread(crate::thread_index::thread_index(), self.shards.len())
     }
 
     /// Wakes the scheduler if it sleeps past `wake_at`, a shard's new earliest wake time
@@ -160,6 +162,7 @@ impl<P> Shared<P> {
     }
 
     /// [`Shared::wake_if_before`], counted by the caller: true when it woke the scheduler.
+    #[inline]
     pub fn wake_for(&self, wake_at: Nanos) -> bool {
         if self.manual.is_some() {
             // Time moves only through `advance`, which wakes the scheduler itself.

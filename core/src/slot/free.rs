@@ -22,7 +22,7 @@ use crossbeam_utils::CachePadded;
 
 use crate::error::{Error, Result};
 use crate::sync::Mutex;
-use crate::thread_index::{exclusive_index, EXCLUSIVE};
+use crate::thread_index::{exclusive_index, spread, EXCLUSIVE};
 
 use super::MAX_TIMERS;
 
@@ -88,6 +88,7 @@ impl FreeSlots {
 
     /// The calling thread's cache, when it holds an exclusive number.
     #[allow(clippy::mut_from_ref)]
+    #[inline]
     fn my_cache(&self) -> Option<&mut Cache> {
         // SAFETY: the number is this thread's alone (ground rules); no caller keeps the
         // reference across a call that could reach this function again.
@@ -100,6 +101,7 @@ impl FreeSlots {
     /// makes its memory exist), else any free slot. Also says whether the slot was never
     /// used (its memory may not even be mapped yet: the caller should write it before
     /// reading it, so that the first touch allocates the page directly).
+    #[inline]
     pub fn take(&self, shard: usize, prepare: impl Fn(u32)) -> Result<(u32, bool)> {
         match self.my_cache() {
             Some(cache) => {
@@ -174,11 +176,13 @@ impl FreeSlots {
     }
 
     /// The slot the calling thread's next `take` will return, when it is known.
+    #[inline]
     pub fn next_ready(&self) -> Option<u32> {
         self.my_cache().and_then(|c| c.ready.last().copied())
     }
 
     /// Returns an ended slot for reuse (it rests behind the others first).
+    #[inline]
     pub fn give(&self, shard: usize, index: u32) {
         match self.my_cache() {
             Some(cache) => {
@@ -188,7 +192,7 @@ impl FreeSlots {
                 }
             }
             None => {
-                let q = &self.queues[shard % self.queues.len()];
+                let q = &self.queues[spread(shard, self.queues.len())];
                 let mut slots = q.slots.lock();
                 slots.push_back(index);
                 q.len.store(slots.len(), Relaxed);
@@ -200,7 +204,7 @@ impl FreeSlots {
         if freed.is_empty() {
             return;
         }
-        let q = &self.queues[shard % self.queues.len()];
+        let q = &self.queues[spread(shard, self.queues.len())];
         let mut slots = q.slots.lock();
         slots.extend(freed.drain(..));
         q.len.store(slots.len(), Relaxed);

@@ -91,10 +91,12 @@ impl Default for Slot {
 unsafe impl Zeroable for Slot {}
 
 impl Slot {
+    #[inline]
     pub fn owner_index(&self) -> u32 {
         self.owner.load(Relaxed) & OWNER_INDEX_MASK
     }
 
+    #[inline]
     pub fn flags(&self) -> u32 {
         self.owner.load(Relaxed) & !OWNER_INDEX_MASK
     }
@@ -137,6 +139,7 @@ impl<P> SlotTable<P> {
     }
 
     /// The slot at an index this runtime handed out.
+    #[inline]
     pub fn slot(&self, index: u32) -> &Slot {
         self.get(index)
             .expect("slot index handed out by this table")
@@ -150,6 +153,7 @@ impl<P> SlotTable<P> {
     /// A slot for a new generation (see [`FreeSlots::take`]): resting slots are reused
     /// oldest first, so an ended generation's result stays readable for a while. True
     /// with a slot never used before (write it before reading it).
+    #[inline]
     pub fn allocate(&self, shard: usize) -> Result<(u32, bool)> {
         let (index, fresh) = self.free.take(shard, |i| {
             #[cfg(not(spot_loom))]
@@ -168,6 +172,7 @@ impl<P> SlotTable<P> {
     }
 
     /// Returns an ended slot for reuse.
+    #[inline]
     pub fn release(&self, shard: usize, index: u32) {
         self.free.give(shard, index);
     }
@@ -203,6 +208,7 @@ impl<P> SlotTable<P> {
         }
     }
 
+    #[inline]
     fn payload_cell(&self, index: u32) -> &PayloadCell<P> {
         self.payloads
             .get(index as usize)
@@ -222,6 +228,7 @@ impl<P> SlotTable<P> {
     /// # Safety
     /// The caller registers a new generation in `index` and has not published it yet; the
     /// previous payload (if any) was dropped.
+    #[inline]
     pub unsafe fn write_payload(&self, index: u32, payload: P) {
         (*self.payload_cell(index).0.get()).write(payload);
     }
