@@ -3,6 +3,12 @@
 //! (`crate::thread_index`) through which that thread takes and returns slots in batches —
 //! one lock per `BATCH` registrations or ends instead of one per operation.
 //!
+//! Never-used slots are handed to a cached thread in runs of consecutive indices that
+//! double with its use, from `BATCH` up to `MAX_RUN` (one huge page of slot lines). Two
+//! threads registering at once then fill different pages: with batches interleaved in
+//! one page, each first touch of a fresh huge page stalled both threads. A thread's
+//! unused rest of a run is at most what it already used, and at most `MAX_RUN` slots.
+//!
 //! Ground rules:
 //! - A queue is touched under its lock; its length is mirrored in an atomic so a taker can
 //!   skip queues where too few slots rest.
@@ -10,7 +16,9 @@
 //!   across a call into other code: it is that thread's, without a lock.
 //! - A cached slot that was freed still rests: it goes to the back of a queue, never
 //!   straight to the next registration. A thread that stops using the runtime keeps at
-//!   most `2 * BATCH` slots in its cache.
+//!   most `2 * BATCH` used slots in its cache, and the rest of its run of never-used
+//!   ones, which the next thread given its number continues. (Near `MAX_TIMERS`, slots
+//!   left in the runs of threads that stopped registering are not handed to others.)
 
 use std::cell::UnsafeCell;
 use std::collections::VecDeque;
@@ -34,6 +42,9 @@ const RESTING: usize = 1024;
 /// Slots a thread takes or returns at once.
 const BATCH: usize = 32;
 
+/// The longest run of never-used slots reserved for one thread: 2 MiB of 64-byte slots.
+const MAX_RUN: u32 = 1 << 15;
+
 struct Queue {
     slots: Mutex<VecDeque<u32>>,
     len: AtomicUsize,
@@ -45,6 +56,10 @@ struct Cache {
     /// `ready` holds never-used slots (a refill is all fresh or all resting).
     ready_fresh: bool,
     freed: Vec<u32>,
+    /// Never-used slots reserved for this thread: `run.0..run.1`.
+    run: (u32, u32),
+    /// The length of the next run reserved.
+    next_run: u32,
 }
 
 struct CacheCell(UnsafeCell<Cache>);
@@ -75,6 +90,8 @@ impl FreeSlots {
                         ready: Vec::with_capacity(BATCH),
                         ready_fresh: false,
                         freed: Vec::with_capacity(BATCH),
+                        run: (0, 0),
+                        next_run: BATCH as u32,
                     })))
                 })
                 .collect(),
@@ -109,7 +126,8 @@ impl FreeSlots {
                     return Ok((i, cache.ready_fresh));
                 }
                 let ready = &mut cache.ready;
-                cache.ready_fresh = self.refill(shard, BATCH, &prepare, |i| ready.push(i));
+                let run = Some((&mut cache.run, &mut cache.next_run));
+                cache.ready_fresh = self.refill(shard, BATCH, run, &prepare, |i| ready.push(i));
                 // Lowest index (or oldest resting slot) first.
                 ready.reverse();
                 if let Some(i) = cache.ready.pop() {
@@ -120,7 +138,7 @@ impl FreeSlots {
             }
             None => {
                 let mut one = None;
-                let fresh = self.refill(shard, 1, &prepare, |i| one = Some(i));
+                let fresh = self.refill(shard, 1, None, &prepare, |i| one = Some(i));
                 if let Some(i) = one {
                     return Ok((i, fresh));
                 }
@@ -137,11 +155,13 @@ impl FreeSlots {
     }
 
     /// Hands up to `want` slots to `out`, oldest or lowest first: resting ones, else fresh
-    /// ones. True when they are fresh.
+    /// ones (from the caller's `run` when it has one: (the run, the length of the next)).
+    /// True when they are fresh.
     fn refill(
         &self,
         shard: usize,
         want: usize,
+        run: Option<(&mut (u32, u32), &mut u32)>,
         prepare: &impl Fn(u32),
         mut out: impl FnMut(u32),
     ) -> bool {
@@ -158,21 +178,42 @@ impl FreeSlots {
                 }
             }
         }
-        if self.fresh.load(Relaxed) >= MAX_TIMERS {
-            return false;
-        }
-        let first = self.fresh.fetch_add(want as u32, Relaxed);
-        if first >= MAX_TIMERS {
-            // Keep the counter from wrapping however often it is asked.
-            self.fresh.store(MAX_TIMERS, Relaxed);
-            return false;
-        }
-        let end = first.saturating_add(want as u32).min(MAX_TIMERS);
+        let (first, end) = match run {
+            Some((run, next_run)) => {
+                if run.0 == run.1 {
+                    let Some(reserved) = self.reserve(*next_run) else {
+                        return false;
+                    };
+                    *run = reserved;
+                    *next_run = (*next_run * 2).min(MAX_RUN);
+                }
+                let end = run.1.min(run.0 + want as u32);
+                (std::mem::replace(&mut run.0, end), end)
+            }
+            None => match self.reserve(want as u32) {
+                Some(r) => r,
+                None => return false,
+            },
+        };
         for i in first..end {
             prepare(i);
             out(i);
         }
         true
+    }
+
+    /// Up to `n` never-used slots, `first..end`; None once every slot was handed out.
+    fn reserve(&self, n: u32) -> Option<(u32, u32)> {
+        if self.fresh.load(Relaxed) >= MAX_TIMERS {
+            return None;
+        }
+        let first = self.fresh.fetch_add(n, Relaxed);
+        if first >= MAX_TIMERS {
+            // Keep the counter from wrapping however often it is asked.
+            self.fresh.store(MAX_TIMERS, Relaxed);
+            return None;
+        }
+        Some((first, first.saturating_add(n).min(MAX_TIMERS)))
     }
 
     /// The slot the calling thread's next `take` will return, when it is known.
@@ -208,5 +249,88 @@ impl FreeSlots {
         let mut slots = q.slots.lock();
         slots.extend(freed.drain(..));
         q.len.store(slots.len(), Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Barrier};
+
+    /// Index changes other than +1 in a sequence of slots.
+    fn breaks(slots: &[u32]) -> usize {
+        slots.windows(2).filter(|w| w[1] != w[0] + 1).count()
+    }
+
+    #[test]
+    fn threads_taking_fresh_slots_at_once_get_runs_of_their_own() {
+        let free = Arc::new(FreeSlots::new(2));
+        let rounds = 10;
+        let per_round = 64;
+        let step = Arc::new(Barrier::new(2));
+        let takers: Vec<_> = (0..2)
+            .map(|t| {
+                let (free, step) = (free.clone(), step.clone());
+                std::thread::spawn(move || {
+                    assert!(exclusive_index().is_some(), "a cached thread");
+                    let mut taken = Vec::new();
+                    // The two threads take turns: without runs of their own, their
+                    // batches would alternate in the index space.
+                    for _ in 0..rounds {
+                        for turn in 0..2 {
+                            if turn == t {
+                                for _ in 0..per_round {
+                                    let (i, fresh) = free.take(t, |_| {}).unwrap();
+                                    assert!(fresh);
+                                    taken.push(i);
+                                }
+                            }
+                            step.wait();
+                        }
+                    }
+                    taken
+                })
+            })
+            .collect();
+        let taken: Vec<Vec<u32>> = takers.into_iter().map(|h| h.join().unwrap()).collect();
+        for slots in &taken {
+            // Runs of 32, 64, 128, 256 and 512 cover 640 slots: at most four breaks (one
+            // per new run), where batches of 32 taken in turns would give nine.
+            assert!(breaks(slots) <= 4, "{} breaks", breaks(slots));
+        }
+        let mut all: Vec<u32> = taken.concat();
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(
+            all.len(),
+            2 * rounds * per_round,
+            "no slot handed out twice"
+        );
+        assert!(free.high_water() as usize >= all.len());
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "100,000 takes: minutes under Miri, and no unsafe code")]
+    fn a_run_is_never_longer_than_max_run_and_used_slots_come_back_first() {
+        let free = FreeSlots::new(1);
+        let first: Vec<u32> = (0..3 * MAX_RUN)
+            .map(|_| free.take(0, |_| {}).unwrap().0)
+            .collect();
+        assert_eq!(
+            breaks(&first),
+            0,
+            "one thread alone fills consecutive slots"
+        );
+        assert!(free.high_water() <= 4 * MAX_RUN, "{}", free.high_water());
+        // Slots given back rest behind RESTING others, then are reused before new ones.
+        for &i in &first[..2 * RESTING] {
+            free.give(0, i);
+        }
+        // (What the cache already holds of its run comes first.)
+        let reused = (0..=BATCH)
+            .map(|_| free.take(0, |_| {}).unwrap())
+            .find(|&(_, fresh)| !fresh)
+            .map(|(i, _)| i);
+        assert_eq!(reused, Some(first[0]), "the oldest resting slot first");
     }
 }
