@@ -51,8 +51,7 @@ impl DeadlineQueue {
             self.exact.push(e);
             e.due
         } else {
-            self.wheel.insert(e);
-            self.wheel.wake_time(e.due)
+            self.wheel.insert(e)
         }
     }
 

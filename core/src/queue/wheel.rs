@@ -83,12 +83,6 @@ impl Wheel {
         when(self.shift, self.elapsed, due)
     }
 
-    /// When the scheduler must look again for an entry due at `due`: the start of its tick.
-    #[inline]
-    pub fn wake_time(&self, due: Nanos) -> Nanos {
-        self.ticks_to_nanos(self.when(due))
-    }
-
     #[inline]
     fn ticks_to_nanos(&self, ticks: u64) -> Nanos {
         ticks
@@ -97,8 +91,9 @@ impl Wheel {
             .unwrap_or(u64::MAX)
     }
 
+    /// Files `e`; returns when the scheduler must look again for it: the start of its tick.
     #[inline]
-    pub fn insert(&mut self, e: Entry) {
+    pub fn insert(&mut self, e: Entry) -> Nanos {
         let when = self.when(e.due);
         file(
             &mut self.buckets,
@@ -109,6 +104,7 @@ impl Wheel {
             e,
         );
         self.len += 1;
+        self.ticks_to_nanos(when)
     }
 
     /// The earliest occupied bucket: (level, slot, its first tick).
