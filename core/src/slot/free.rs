@@ -7,7 +7,7 @@
 //! double with its use, from `BATCH` up to `MAX_RUN` (one huge page of slot lines). Two
 //! threads registering at once then fill different pages: with batches interleaved in
 //! one page, each first touch of a fresh huge page stalled both threads. A thread's
-//! unused rest of a run is at most what it already used, and at most `MAX_RUN` slots.
+//! unused rest of a run is at most `BATCH` more than it already used, and at most `MAX_RUN`.
 //!
 //! Ground rules:
 //! - A queue is touched under its lock; its length is mirrored in an atomic so a taker can
