@@ -56,10 +56,25 @@ struct Cache {
     /// `ready` holds never-used slots (a refill is all fresh or all resting).
     ready_fresh: bool,
     freed: Vec<u32>,
-    /// Never-used slots reserved for this thread: `run.0..run.1`.
-    run: (u32, u32),
-    /// The length of the next run reserved.
-    next_run: u32,
+    run: Run,
+}
+
+/// Never-used slots reserved for one thread: `next..end`; the next run reserved is
+/// `length` long.
+struct Run {
+    next: u32,
+    end: u32,
+    length: u32,
+}
+
+impl Run {
+    const fn new() -> Self {
+        Self {
+            next: 0,
+            end: 0,
+            length: BATCH as u32,
+        }
+    }
 }
 
 struct CacheCell(UnsafeCell<Cache>);
@@ -90,8 +105,7 @@ impl FreeSlots {
                         ready: Vec::with_capacity(BATCH),
                         ready_fresh: false,
                         freed: Vec::with_capacity(BATCH),
-                        run: (0, 0),
-                        next_run: BATCH as u32,
+                        run: Run::new(),
                     })))
                 })
                 .collect(),
@@ -126,7 +140,7 @@ impl FreeSlots {
                     return Ok((i, cache.ready_fresh));
                 }
                 let ready = &mut cache.ready;
-                let run = Some((&mut cache.run, &mut cache.next_run));
+                let run = Some(&mut cache.run);
                 cache.ready_fresh = self.refill(shard, BATCH, run, &prepare, |i| ready.push(i));
                 // Lowest index (or oldest resting slot) first.
                 ready.reverse();
@@ -155,13 +169,12 @@ impl FreeSlots {
     }
 
     /// Hands up to `want` slots to `out`, oldest or lowest first: resting ones, else fresh
-    /// ones (from the caller's `run` when it has one: (the run, the length of the next)).
-    /// True when they are fresh.
+    /// ones (from the caller's `run` when it has one). True when they are fresh.
     fn refill(
         &self,
         shard: usize,
         want: usize,
-        run: Option<(&mut (u32, u32), &mut u32)>,
+        run: Option<&mut Run>,
         prepare: &impl Fn(u32),
         mut out: impl FnMut(u32),
     ) -> bool {
@@ -178,28 +191,30 @@ impl FreeSlots {
                 }
             }
         }
-        let (first, end) = match run {
-            Some((run, next_run)) => {
-                if run.0 == run.1 {
-                    let Some(reserved) = self.reserve(*next_run) else {
-                        return false;
-                    };
-                    *run = reserved;
-                    *next_run = (*next_run * 2).min(MAX_RUN);
-                }
-                let end = run.1.min(run.0 + want as u32);
-                (std::mem::replace(&mut run.0, end), end)
-            }
-            None => match self.reserve(want as u32) {
-                Some(r) => r,
-                None => return false,
-            },
+        let taken = match run {
+            Some(run) => self.take_from_run(run, want as u32),
+            None => self.reserve(want as u32),
+        };
+        let Some((first, end)) = taken else {
+            return false;
         };
         for i in first..end {
             prepare(i);
             out(i);
         }
         true
+    }
+
+    /// Up to `n` slots of `run`, `first..end`, reserving its next run (twice as long, up to
+    /// `MAX_RUN`) when it is used up; None once every slot was handed out.
+    fn take_from_run(&self, run: &mut Run, n: u32) -> Option<(u32, u32)> {
+        if run.next == run.end {
+            (run.next, run.end) = self.reserve(run.length)?;
+            run.length = (run.length * 2).min(MAX_RUN);
+        }
+        let first = run.next;
+        run.next = run.end.min(first + n);
+        Some((first, run.next))
     }
 
     /// Up to `n` never-used slots, `first..end`; None once every slot was handed out.
