@@ -209,7 +209,9 @@ extern "C" {
 #define SPOT_OUTCOME_DEFERRED 2
 
 /**
- * Completion outcome: the record was stale (spot_record_begin failed); not started.
+ * Completion outcome: the record was stale (spot_record_begin failed); not started. Only
+ * for that: a record completed so while its generation is still live is offered again at
+ * once (nothing admitted is lost), so a handler that runs and does nothing reports OK.
  */
 #define SPOT_OUTCOME_NOT_STARTED 3
 

@@ -28,7 +28,8 @@ pub enum Outcome {
     /// counted as delivered, and retried at the next opportunity (contract T9).
     Deferred = 2,
     /// The host did not start the callback because the record went stale (cancelled,
-    /// re-registered, lease over). Nothing is counted as delivered.
+    /// re-registered, lease over). Nothing is counted as delivered. Only for that: a record
+    /// completed so while its generation is still live is offered again at once.
     NotStarted = 3,
 }
 

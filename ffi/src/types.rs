@@ -36,7 +36,9 @@ pub const SPOT_OUTCOME_OK: u32 = 0;
 pub const SPOT_OUTCOME_FAILED: u32 = 1;
 /// Completion outcome: the host could not get its gate; the tick is kept and retried.
 pub const SPOT_OUTCOME_DEFERRED: u32 = 2;
-/// Completion outcome: the record was stale (spot_record_begin failed); not started.
+/// Completion outcome: the record was stale (spot_record_begin failed); not started. Only
+/// for that: a record completed so while its generation is still live is offered again at
+/// once (nothing admitted is lost), so a handler that runs and does nothing reports OK.
 pub const SPOT_OUTCOME_NOT_STARTED: u32 = 3;
 
 /// `spot_record::kind`: one callback start.

@@ -106,7 +106,7 @@ namespace SpotTimer.Interop
         public const uint OUTCOME_FAILED = 1;
         /// <summary>Completion outcome: the host could not get its gate; the tick is kept and retried.</summary>
         public const uint OUTCOME_DEFERRED = 2;
-        /// <summary>Completion outcome: the record was stale (spot_record_begin failed); not started.</summary>
+        /// <summary>Completion outcome: the record was stale (spot_record_begin failed); not started. Only for that: a record completed so while its generation is still live is offered again at once.</summary>
         public const uint OUTCOME_NOT_STARTED = 3;
         /// <summary><c>spot_record::kind</c>: one callback start.</summary>
         public const uint RECORD_TICK = 0;
