@@ -230,23 +230,20 @@ fn lifecycle_stress_no_message_lost_or_run_twice_and_memory_flat() {
     // No leak: the live heap and RSS after a round (everything evicted) stay within 2% and
     // 10% of round 1's (round 0 grows the tables to their working size; RSS also follows
     // the round's peak of live timers, whose slots stay mapped, in steps of 2 MiB pages).
-    let heap_base = heap_after_round[1] as f64;
-    for (i, h) in heap_after_round.iter().enumerate().skip(2) {
-        let growth = (*h as f64 - heap_base) / heap_base;
-        assert!(
-            growth < 0.02,
-            "live heap grew {:.2}% by round {i}: {heap_after_round:?}",
-            growth * 100.0
-        );
-    }
-    let rss_base = rss_after_round[1] as f64;
-    for (i, r) in rss_after_round.iter().enumerate().skip(2) {
-        let growth = (*r as f64 - rss_base) / rss_base;
-        assert!(
-            growth < 0.10,
-            "RSS grew {:.1}% by round {i}: {rss_after_round:?}",
-            growth * 100.0
-        );
-    }
+    within_of_round_1("live heap", &heap_after_round, 0.02);
+    within_of_round_1("RSS", &rss_after_round, 0.10);
     node.shutdown();
+}
+
+/// Every figure from round 2 on stays below round 1's plus `limit` (a fraction of it).
+fn within_of_round_1(what: &str, per_round: &[u64], limit: f64) {
+    let base = per_round[1] as f64;
+    for (i, v) in per_round.iter().enumerate().skip(2) {
+        let growth = (*v as f64 - base) / base;
+        assert!(
+            growth < limit,
+            "{what} grew {:.2}% by round {i}: {per_round:?}",
+            growth * 100.0
+        );
+    }
 }
