@@ -19,8 +19,9 @@ const HUGE_PAGE: usize = 2 << 20;
 /// Implement only for types made of atomics, integers and `MaybeUninit`.
 pub(crate) unsafe trait Zeroable {}
 
-// SAFETY: an atomic integer.
+// SAFETY: atomic integers.
 unsafe impl Zeroable for std::sync::atomic::AtomicU64 {}
+unsafe impl Zeroable for std::sync::atomic::AtomicU8 {}
 
 struct Chunk<T> {
     ptr: NonNull<T>,

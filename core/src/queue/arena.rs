@@ -11,8 +11,10 @@ const SEGMENT_CHUNKS: usize = 16;
 pub(crate) const NIL: u32 = u32::MAX;
 
 /// A bucket's chunks are full but for its tail, whose length the bucket keeps (a push
-/// touches the line it writes and no other).
+/// touches the line it writes and no other). The link comes first: a walk down a
+/// bucket reads it with the chunk's first entries and can ask for the next chunk early.
 #[derive(Clone, Copy)]
+#[repr(C)]
 pub(crate) struct Chunk {
     pub next: u32,
     pub entries: [Entry; CHUNK_ENTRIES],
@@ -138,6 +140,11 @@ impl Bucket {
         while i != NIL {
             let c = arena.chunk(i);
             let next = c.next;
+            if next != NIL {
+                // Chunks of one bucket are scattered over the arena: fetch the next one
+                // while this one is handed out.
+                crate::prefetch::for_read(arena.chunk(next));
+            }
             let n = if i == tail {
                 tail_len as usize
             } else {

@@ -15,7 +15,8 @@ use crate::stats::C;
 
 impl<P> Shared<P> {
     /// Drops shard `i`'s entries that no longer name a current armed deadline: a timer
-    /// slot not IDLE in the armed generation, an owner lease entry of an older fence.
+    /// slot not taken, or not IDLE in the armed generation; an owner lease entry of an
+    /// older fence.
     /// Returns how many it dropped.
     pub(crate) fn retain_live(&self, i: usize) -> usize {
         let slots = &self.slots;
@@ -23,7 +24,10 @@ impl<P> Shared<P> {
         self.shards.retain_shard(
             i,
             |e| {
-                if e.target & OWNER_TARGET == 0 {
+                // The slot line is read only for an entry whose slot is taken: a cancelled
+                // timer's slot has usually been returned, and its entry is dropped on its
+                // mark alone.
+                if e.target & OWNER_TARGET == 0 && slots.is_taken(e.target) {
                     if let Some(s) = slots.get(e.target) {
                         crate::prefetch::for_read(s);
                     }
@@ -34,6 +38,8 @@ impl<P> Shared<P> {
                     owners
                         .get(e.target & !OWNER_TARGET)
                         .is_some_and(|o| o.lease_fence.load(Acquire) == e.tag)
+                } else if !slots.is_taken(e.target) {
+                    false
                 } else {
                     let w = slots.slot(e.target).word.load(Acquire);
                     w as u32 == e.tag && word::phase(w) == word::IDLE

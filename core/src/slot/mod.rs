@@ -12,6 +12,16 @@
 //! reused for a new generation only after its last one ended; free slots rest in FIFO
 //! queues so that an ended generation's result stays readable through its handle for as
 //! long as possible.
+//!
+//! Beside the slots, one byte per slot says whether it is *taken* — handed out by
+//! `allocate` and not yet returned by `release`. A deadline-queue entry can only be
+//! current while its slot is taken, so compaction drops the entries of returned slots
+//! without reading their slot lines (a cancelled timer's entry costs one byte of a dense
+//! array, not a cache miss on a 64-byte line). Ground rules: only the thread that took a
+//! slot marks it taken, before it publishes the generation; only the thread that returns
+//! it clears the mark, after the generation ended and before the slot can be taken again.
+//! Every path from the mark to an entry runs through the slot word or a lock, so whoever
+//! reads an entry sees its slot's mark as it was when the entry was armed, or later.
 
 mod free;
 pub(crate) mod succession;
@@ -119,6 +129,8 @@ pub(crate) struct SlotTable<P> {
     /// failure (so its pages are touched only by timers that fail); a count that no
     /// longer fits stays at `FAILURES_SATURATED` and the rest lives in the cold table.
     failures: ChunkedArray<std::sync::atomic::AtomicU64, FIRST_CHUNK>,
+    /// 1 while a slot is taken (see the module documentation), else 0.
+    taken: ChunkedArray<std::sync::atomic::AtomicU8, FIRST_CHUNK>,
     free: FreeSlots,
 }
 
@@ -128,6 +140,7 @@ impl<P> SlotTable<P> {
             slots: ChunkedArray::default(),
             payloads: ChunkedArray::default(),
             failures: ChunkedArray::default(),
+            taken: ChunkedArray::default(),
             free: FreeSlots::new(shards),
         }
     }
@@ -162,7 +175,9 @@ impl<P> SlotTable<P> {
             self.slots.ensure(i as usize);
             self.payloads.ensure_zeroed(i as usize);
             self.failures.ensure_zeroed(i as usize);
+            self.taken.ensure_zeroed(i as usize);
         })?;
+        self.taken_mark(index).store(1, Relaxed);
         // The next registration on this thread writes that slot's line: fetch it now, so
         // the miss overlaps this registration instead of stalling the next one.
         if let Some(next) = self.free.next_ready().and_then(|n| self.get(n)) {
@@ -174,7 +189,24 @@ impl<P> SlotTable<P> {
     /// Returns an ended slot for reuse.
     #[inline]
     pub fn release(&self, shard: usize, index: u32) {
+        self.taken_mark(index).store(0, Relaxed);
         self.free.give(shard, index);
+    }
+
+    /// Is slot `index` taken (see the module documentation)? False means that no entry
+    /// naming it is current.
+    #[inline]
+    pub fn is_taken(&self, index: u32) -> bool {
+        self.taken
+            .get(index as usize)
+            .is_some_and(|m| m.load(Relaxed) != 0)
+    }
+
+    #[inline]
+    fn taken_mark(&self, index: u32) -> &std::sync::atomic::AtomicU8 {
+        self.taken
+            .get(index as usize)
+            .expect("slot index handed out by this table")
     }
 
     /// Counts a failed callback of `generation` in slot `index` (only the thread applying
