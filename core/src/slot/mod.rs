@@ -40,8 +40,6 @@ use free::FreeSlots;
 
 /// Most timer slots a runtime can hold (16 Mi).
 pub const MAX_TIMERS: u32 = 1 << 24;
-/// Slots of the first chunk (64 KiB); each further chunk doubles.
-const FIRST_CHUNK: usize = 1024;
 
 /// `Slot::owner`: the owner's index in the owner table (low 24 bits) ...
 pub(crate) const OWNER_INDEX_MASK: u32 = (1 << 24) - 1;
@@ -123,24 +121,27 @@ unsafe impl<P: Send> Sync for PayloadCell<P> {}
 unsafe impl<P> Zeroable for PayloadCell<P> {}
 
 pub(crate) struct SlotTable<P> {
-    slots: ChunkedArray<Slot, FIRST_CHUNK>,
-    payloads: ChunkedArray<PayloadCell<P>, FIRST_CHUNK>,
+    slots: ChunkedArray<Slot>,
+    payloads: ChunkedArray<PayloadCell<P>>,
     /// Failed callbacks per generation: `generation << 24 | count`, written only on a
     /// failure (so its pages are touched only by timers that fail); a count that no
     /// longer fits stays at `FAILURES_SATURATED` and the rest lives in the cold table.
-    failures: ChunkedArray<std::sync::atomic::AtomicU64, FIRST_CHUNK>,
+    failures: ChunkedArray<std::sync::atomic::AtomicU64>,
     /// 1 while a slot is taken (see the module documentation), else 0.
-    taken: ChunkedArray<std::sync::atomic::AtomicU8, FIRST_CHUNK>,
+    taken: ChunkedArray<std::sync::atomic::AtomicU8>,
     free: FreeSlots,
 }
 
 impl<P> SlotTable<P> {
     pub fn new(shards: usize) -> Self {
         Self {
-            slots: ChunkedArray::default(),
-            payloads: ChunkedArray::default(),
-            failures: ChunkedArray::default(),
-            taken: ChunkedArray::default(),
+            #[cfg(not(spot_loom))]
+            slots: ChunkedArray::zeroed(MAX_TIMERS as usize),
+            #[cfg(spot_loom)]
+            slots: ChunkedArray::new(MAX_TIMERS as usize),
+            payloads: ChunkedArray::zeroed(MAX_TIMERS as usize),
+            failures: ChunkedArray::zeroed(MAX_TIMERS as usize),
+            taken: ChunkedArray::zeroed(MAX_TIMERS as usize),
             free: FreeSlots::new(shards),
         }
     }
@@ -250,11 +251,7 @@ impl<P> SlotTable<P> {
     /// Visits every slot ever handed out.
     pub fn for_each(&self, mut f: impl FnMut(u32, &Slot)) {
         let high = self.high_water() as usize;
-        self.slots.for_each(|i, s| {
-            if i < high {
-                f(i as u32, s)
-            }
-        });
+        self.slots.for_each_below(high, |i, s| f(i as u32, s));
     }
 
     /// # Safety
