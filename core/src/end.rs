@@ -21,6 +21,7 @@ pub enum EndReason {
 }
 
 impl EndReason {
+    #[inline]
     pub(crate) fn from_code(code: u8) -> Option<Self> {
         Some(match code {
             0 => Self::Cancelled,

@@ -164,8 +164,14 @@ impl Default for Counters {
 impl Counters {
     #[inline]
     pub fn add(&self, c: C, n: u64) {
+        self.add_for(thread_index(), c, n);
+    }
+
+    /// [`Counters::add`] by the thread whose number is `thread` (the calling one).
+    #[inline]
+    pub fn add_for(&self, thread: usize, c: C, n: u64) {
         if n != 0 {
-            self.add_at(thread_index(), c as usize, n);
+            self.add_at(thread, c as usize, n);
         }
     }
 

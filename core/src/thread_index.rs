@@ -106,13 +106,6 @@ pub(crate) fn thread_index() -> usize {
     held::get()
 }
 
-/// The calling thread's number when it is exclusive to this thread.
-#[cfg(not(spot_loom))]
-#[inline]
-pub(crate) fn exclusive_index() -> Option<usize> {
-    Some(thread_index()).filter(|&n| n < EXCLUSIVE)
-}
-
 /// `number % count` without a division for the numbers below `count` — thread numbers
 /// are handed out lowest first, so those are nearly all of them (a division costs more
 /// than the rest of picking a shard).
@@ -129,11 +122,6 @@ pub(crate) fn spread(number: usize, count: usize) -> usize {
 #[cfg(spot_loom)]
 pub(crate) fn thread_index() -> usize {
     EXCLUSIVE
-}
-
-#[cfg(spot_loom)]
-pub(crate) fn exclusive_index() -> Option<usize> {
-    None
 }
 
 #[cfg(test)]

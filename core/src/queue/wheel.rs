@@ -79,6 +79,7 @@ impl Wheel {
         self.len
     }
 
+    #[inline]
     fn when(&self, due: Nanos) -> u64 {
         when(self.shift, self.elapsed, due)
     }

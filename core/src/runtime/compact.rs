@@ -55,12 +55,13 @@ impl<P> Shared<P> {
     #[inline]
     pub(crate) fn compact_if_grown(&self, i: usize) {
         if self.shards.over_threshold(i) {
-            self.compact_shard(i);
+            self.compact_grown(i);
         }
     }
 
+    /// [`Shared::compact_if_grown`] for a shard known to be over its threshold.
     #[cold]
-    fn compact_shard(&self, i: usize) {
+    pub(crate) fn compact_grown(&self, i: usize) {
         if self.shards.total_len() <= 2 * self.live_estimate() + COMPACT_SLACK {
             self.shards.defer_compaction(i);
             return;

@@ -66,32 +66,34 @@ impl<P> Shared<P> {
 
     /// Ends idle generation `id` when its end runs nothing ([`Shared::end_is_quiet`]): one
     /// compare-and-swap, the counts (in counter order, see `crate::stats`), the owner's
-    /// key table and the slot's return, without a work context. None when the generation
-    /// is not idle or its end has work to run: the caller takes [`Shared::end`].
-    pub(crate) fn end_quiet_idle(&self, id: TimerId, reason: EndReason) -> Option<EndResult> {
+    /// key table and the slot's return, without a work context. Returns the ENDED word
+    /// (its result: [`Shared::result_of`]); None when the generation is not idle or its
+    /// end has work to run: the caller takes [`Shared::end`].
+    pub(crate) fn end_quiet_idle(&self, id: TimerId, reason: EndReason) -> Option<u64> {
         let slot = self.slots.get(id.slot)?;
         if !self.end_is_quiet(slot) {
             return None;
         }
         let (ended, from) = word::end_idle(&slot.word, id.generation, reason as u8)?;
+        let here = self.here();
         let last = slot.last.load(Relaxed);
         let due =
             slot.schedule()
                 .ticks_due(self.observed_now(), last, slot.delivered.load(Relaxed));
-        self.counters.add(C::ticks_due, due);
+        self.counters.add_for(here.thread, C::ticks_due, due);
         let undelivered = match reason {
             EndReason::LeaseExpired | EndReason::Revoked => C::ticks_dropped_authority,
             _ => C::ticks_discarded,
         };
-        self.counters.add(undelivered, due - last);
+        self.counters.add_for(here.thread, undelivered, due - last);
         if slot.flags() & HAS_WAITERS != 0 {
             self.unpark_waiters(slot);
         }
         // Not after a callback: no successor to release, nothing pushed.
         self.forget_key(id.slot, from, false, &mut Vec::new());
-        self.counters.add(C::ended, 1);
-        self.slots.release(self.my_shard(), id.slot);
-        Some(self.result_of(id.slot, ended))
+        self.counters.add_for(here.thread, C::ended, 1);
+        self.slots.release(here.thread, here.shard, id.slot);
+        Some(ended)
     }
 
     /// Finishes an end this thread holds (the slot word is `ending`): releases the gate a
@@ -205,7 +207,8 @@ impl<P> Shared<P> {
         self.forget_key(index, from, after_callback, &mut work.retry);
         work.tally.add(C::ended, 1);
         if !word::payload_live(ended) {
-            self.slots.release(self.my_shard(), index);
+            let here = self.here();
+            self.slots.release(here.thread, here.shard, index);
         }
     }
 
@@ -320,16 +323,26 @@ impl<P> Shared<P> {
     }
 
     /// The terminal result recorded in an ENDED word of slot `index`.
+    #[inline]
     pub(crate) fn result_of(&self, index: u32, ended: u64) -> EndResult {
         let code = word::reason(ended);
-        if code == word::REASON_CLEANUP_FAILED {
-            let mut shard = self.cold.lock(index);
-            let msg = ColdTable::find(&mut shard, index, word::generation(ended))
-                .and_then(|c| c.message.clone())
-                .unwrap_or_else(|| Arc::from("release hook failed"));
-            return Err(Error::CleanupFailed(msg));
+        // Every code but `REASON_CLEANUP_FAILED` is an end reason.
+        match EndReason::from_code(code) {
+            Some(reason) => Ok(reason),
+            None => Err(self.cleanup_failure_of(index, ended)),
         }
-        Ok(EndReason::from_code(code).expect("a recorded end reason"))
+    }
+
+    /// The error of a generation whose release hook failed (its message is in the cold
+    /// table).
+    #[cold]
+    fn cleanup_failure_of(&self, index: u32, ended: u64) -> Error {
+        debug_assert_eq!(word::reason(ended), word::REASON_CLEANUP_FAILED);
+        let mut shard = self.cold.lock(index);
+        let msg = ColdTable::find(&mut shard, index, word::generation(ended))
+            .and_then(|c| c.message.clone())
+            .unwrap_or_else(|| Arc::from("release hook failed"));
+        Error::CleanupFailed(msg)
     }
 
     /// The result of generation `id` if it has ended; `Err(StaleHandle)` when its slot

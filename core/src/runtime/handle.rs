@@ -53,16 +53,25 @@ impl<P: Send + Sync + 'static> Shared<P> {
         (word::generation(w) == id.generation).then_some(w)
     }
 
+    /// Cancels `id` without waiting. Inline, so that the common case — an idle timer with
+    /// nothing to run at its end — builds the caller's result in place.
+    #[inline]
     pub(crate) fn cancel_now(&self, id: TimerId) -> Result<Ended> {
+        if !self.is_closed() {
+            if let Some(ended) = self.end_quiet_idle(id, EndReason::Cancelled) {
+                return Ok(Ended::Done(self.result_of(id.slot, ended)));
+            }
+        }
+        self.cancel_now_slow(id)
+    }
+
+    fn cancel_now_slow(&self, id: TimerId) -> Result<Ended> {
         if self.is_closed() {
             // `close` ended every generation; report what it recorded.
             return match self.end_result(id) {
                 Some(r) => Ok(Ended::Done(r)),
                 None => Ok(Ended::Later),
             };
-        }
-        if let Some(r) = self.end_quiet_idle(id, EndReason::Cancelled) {
-            return Ok(Ended::Done(r));
         }
         with_work(self.observed_now(), |work| {
             let r = self.end(id, EndReason::Cancelled, work);

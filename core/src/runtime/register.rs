@@ -11,7 +11,7 @@ use crate::end::EndReason;
 use crate::error::{Error, Result};
 use crate::hash::hash_u64;
 use crate::queue::Entry;
-use crate::runtime::shared::{next_generation, with_work, Shared};
+use crate::runtime::shared::{next_generation, with_work, Here, Shared};
 use crate::slot::{succession, word};
 use crate::slot::{EXACT, HAS_COLD, HAS_RELEASE};
 use crate::spec::{TimerId, TimerKey, TimerSpec};
@@ -36,10 +36,10 @@ impl<P> Shared<P> {
         let now = self.now();
         let schedule = spec.schedule(now)?;
         let owner = self.owners.entry(owner_index);
-        owner.check(epoch, || now)?;
-
-        let shard = self.my_shard();
-        let (index, fresh) = self.slots.allocate(shard)?;
+        // (The authority is checked under the owner's lock below: a registration that
+        // lost it gives its slot back unpublished.)
+        let here = self.here();
+        let (index, fresh) = self.slots.allocate(here.thread, here.shard)?;
         let slot = self.slots.slot(index);
         // A fresh slot is not read before it is written: its page may not exist yet, and a
         // read would map the shared zero page only to have the write replace it (a TLB
@@ -77,7 +77,7 @@ impl<P> Shared<P> {
             let mut book = owner.book.lock();
             if let Err(e) = owner.check(epoch, || now) {
                 drop(book);
-                self.abandon_registration(shard, index, generation);
+                self.abandon_registration(here, index, generation);
                 return Err(e);
             }
             let mut superseded = None;
@@ -138,14 +138,18 @@ impl<P> Shared<P> {
                     target: index,
                     tag: published as u32,
                 };
-                if let Some(wake_at) = self.shards.arm_one(shard, entry, first_exact) {
+                let armed = self.shards.arm_one(here.shard, entry, first_exact);
+                if let Some(wake_at) = armed.earlier {
                     if self.wake_for(wake_at) {
-                        self.counters.add(C::scheduler_wakes_by_hosts, 1);
+                        self.counters
+                            .add_for(here.thread, C::scheduler_wakes_by_hosts, 1);
                     }
                 }
-                self.compact_if_grown(shard);
+                if armed.grown {
+                    self.compact_grown(here.shard);
+                }
             }
-            self.counters.add(C::registered, 1);
+            self.counters.add_for(here.thread, C::registered, 1);
             return Ok(TimerId {
                 slot: index,
                 generation,
@@ -180,7 +184,7 @@ impl<P> Shared<P> {
 
     /// Undoes a registration that lost its authority before it was published: the hook is
     /// dropped without being called and the payload without being used.
-    fn abandon_registration(&self, shard: usize, index: u32, generation: u64) {
+    fn abandon_registration(&self, here: Here, index: u32, generation: u64) {
         let slot = self.slots.slot(index);
         if slot.flags() & HAS_COLD != 0 {
             let mut cold = self.cold.lock(index);
@@ -191,6 +195,6 @@ impl<P> Shared<P> {
         // SAFETY: written above, never published.
         unsafe { self.slots.drop_payload(index) };
         slot.owner.fetch_and(!HAS_COLD, SeqCst);
-        self.slots.release(shard, index);
+        self.slots.release(here.thread, here.shard, index);
     }
 }

@@ -28,6 +28,14 @@ pub(crate) struct Shard {
 /// Entries a shard may hold before its first compaction (and at least between two).
 pub(crate) const COMPACT_SLACK: usize = 4096;
 
+/// What arming one entry found.
+pub(crate) struct ArmedOne {
+    /// The shard's new earliest wake time, when the entry made it earlier.
+    pub earlier: Option<Nanos>,
+    /// The shard is over its compaction threshold.
+    pub grown: bool,
+}
+
 pub(crate) struct Shards {
     list: Box<[CachePadded<Shard>]>,
 }
@@ -65,14 +73,19 @@ impl Shards {
         self.publish_earliest(s, earliest)
     }
 
-    /// [`Shards::arm`] for one entry.
+    /// [`Shards::arm`] for one entry; also says whether the shard has grown enough to be
+    /// looked at for compaction ([`Shards::over_threshold`]).
     #[inline]
-    pub fn arm_one(&self, i: usize, e: Entry, exact: bool) -> Option<Nanos> {
+    pub fn arm_one(&self, i: usize, e: Entry, exact: bool) -> ArmedOne {
         let s = &self.list[i];
         let mut q = s.queue.lock();
         let earliest = q.insert(e, exact);
-        s.len.store(q.len(), Ordering::Relaxed);
-        self.publish_earliest(s, earliest)
+        let len = q.len();
+        s.len.store(len, Ordering::Relaxed);
+        ArmedOne {
+            earlier: self.publish_earliest(s, earliest),
+            grown: len > s.compact_at.load(Ordering::Relaxed),
+        }
     }
 
     /// Lowers shard `s`'s `min_wake` to `earliest` (its lock held) if that is earlier.

@@ -150,7 +150,17 @@ impl<P> Shared<P> {
     /// The deadline-queue shard (and free-slot queue) of the calling thread.
     #[inline]
     pub fn my_shard(&self) -> usize {
-        crate::thread_index::spread(crate::thread_index::thread_index(), self.shards.len())
+        self.here().shard
+    }
+
+    /// The calling thread's number and shard, read once for an operation that needs both.
+    #[inline]
+    pub fn here(&self) -> Here {
+        let thread = crate::thread_index::thread_index();
+        Here {
+            thread,
+            shard: crate::thread_index::spread(thread, self.shards.len()),
+        }
     }
 
     /// Wakes the scheduler if it sleeps past `wake_at`, a shard's new earliest wake time
@@ -205,6 +215,15 @@ impl<P> Shared<P> {
     pub fn is_closed(&self) -> bool {
         self.closed.load(Ordering::Acquire)
     }
+}
+
+/// The calling thread as the runtime's per-thread structures know it.
+#[derive(Clone, Copy)]
+pub(crate) struct Here {
+    /// Its number (`crate::thread_index`): its counter stripe and free-slot cache.
+    pub thread: usize,
+    /// Its deadline-queue shard and free-slot queue.
+    pub shard: usize,
 }
 
 /// What one operation produces besides its result, applied at its end (`Shared::flush`)

@@ -30,7 +30,7 @@ use crossbeam_utils::CachePadded;
 
 use crate::error::{Error, Result};
 use crate::sync::Mutex;
-use crate::thread_index::{exclusive_index, spread, EXCLUSIVE};
+use crate::thread_index::{spread, EXCLUSIVE};
 
 use super::MAX_TIMERS;
 
@@ -117,13 +117,14 @@ impl FreeSlots {
         self.fresh.load(Relaxed).min(MAX_TIMERS)
     }
 
-    /// The calling thread's cache, when it holds an exclusive number.
+    /// The cache of the calling thread, whose number is `thread`, when that number is
+    /// exclusive.
     #[allow(clippy::mut_from_ref)]
     #[inline]
-    fn my_cache(&self) -> Option<&mut Cache> {
+    fn my_cache(&self, thread: usize) -> Option<&mut Cache> {
         // SAFETY: the number is this thread's alone (ground rules); no caller keeps the
         // reference across a call that could reach this function again.
-        exclusive_index().map(|n| unsafe { &mut *self.caches[n].0.get() })
+        (thread < EXCLUSIVE).then(|| unsafe { &mut *self.caches[thread].0.get() })
     }
 
     /// A slot for a new generation: the oldest resting free slot of `shard` once enough
@@ -133,8 +134,8 @@ impl FreeSlots {
     /// used (its memory may not even be mapped yet: the caller should write it before
     /// reading it, so that the first touch allocates the page directly).
     #[inline]
-    pub fn take(&self, shard: usize, prepare: impl Fn(u32)) -> Result<(u32, bool)> {
-        match self.my_cache() {
+    pub fn take(&self, thread: usize, shard: usize, prepare: impl Fn(u32)) -> Result<(u32, bool)> {
+        match self.my_cache(thread) {
             Some(cache) => {
                 if let Some(i) = cache.ready.pop() {
                     return Ok((i, cache.ready_fresh));
@@ -233,14 +234,14 @@ impl FreeSlots {
 
     /// The slot the calling thread's next `take` will return, when it is known.
     #[inline]
-    pub fn next_ready(&self) -> Option<u32> {
-        self.my_cache().and_then(|c| c.ready.last().copied())
+    pub fn next_ready(&self, thread: usize) -> Option<u32> {
+        self.my_cache(thread).and_then(|c| c.ready.last().copied())
     }
 
     /// Returns an ended slot for reuse (it rests behind the others first).
     #[inline]
-    pub fn give(&self, shard: usize, index: u32) {
-        match self.my_cache() {
+    pub fn give(&self, thread: usize, shard: usize, index: u32) {
+        match self.my_cache(thread) {
             Some(cache) => {
                 cache.freed.push(index);
                 if cache.freed.len() >= BATCH {
@@ -270,6 +271,7 @@ impl FreeSlots {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::thread_index::thread_index;
     use std::sync::{Arc, Barrier};
 
     /// Index changes other than +1 in a sequence of slots.
@@ -287,7 +289,7 @@ mod tests {
             .map(|t| {
                 let (free, step) = (free.clone(), step.clone());
                 std::thread::spawn(move || {
-                    assert!(exclusive_index().is_some(), "a cached thread");
+                    assert!(thread_index() < EXCLUSIVE, "a cached thread");
                     let mut taken = Vec::new();
                     // The two threads take turns: without runs of their own, their
                     // batches would alternate in the index space.
@@ -295,7 +297,7 @@ mod tests {
                         for turn in 0..2 {
                             if turn == t {
                                 for _ in 0..per_round {
-                                    let (i, fresh) = free.take(t, |_| {}).unwrap();
+                                    let (i, fresh) = free.take(thread_index(), t, |_| {}).unwrap();
                                     assert!(fresh);
                                     taken.push(i);
                                 }
@@ -329,7 +331,7 @@ mod tests {
     fn a_run_is_never_longer_than_max_run_and_used_slots_come_back_first() {
         let free = FreeSlots::new(1);
         let first: Vec<u32> = (0..3 * MAX_RUN)
-            .map(|_| free.take(0, |_| {}).unwrap().0)
+            .map(|_| free.take(thread_index(), 0, |_| {}).unwrap().0)
             .collect();
         assert_eq!(
             breaks(&first),
@@ -339,11 +341,11 @@ mod tests {
         assert!(free.high_water() <= 4 * MAX_RUN, "{}", free.high_water());
         // Slots given back rest behind RESTING others, then are reused before new ones.
         for &i in &first[..2 * RESTING] {
-            free.give(0, i);
+            free.give(thread_index(), 0, i);
         }
         // (What the cache already holds of its run comes first.)
         let reused = (0..=BATCH)
-            .map(|_| free.take(0, |_| {}).unwrap())
+            .map(|_| free.take(thread_index(), 0, |_| {}).unwrap())
             .find(|&(_, fresh)| !fresh)
             .map(|(i, _)| i);
         assert_eq!(reused, Some(first[0]), "the oldest resting slot first");

@@ -166,10 +166,11 @@ impl<P> SlotTable<P> {
 
     /// A slot for a new generation (see [`FreeSlots::take`]): resting slots are reused
     /// oldest first, so an ended generation's result stays readable for a while. True
-    /// with a slot never used before (write it before reading it).
+    /// with a slot never used before (write it before reading it). `thread` is the calling
+    /// thread's number, `shard` its shard.
     #[inline]
-    pub fn allocate(&self, shard: usize) -> Result<(u32, bool)> {
-        let (index, fresh) = self.free.take(shard, |i| {
+    pub fn allocate(&self, thread: usize, shard: usize) -> Result<(u32, bool)> {
+        let (index, fresh) = self.free.take(thread, shard, |i| {
             #[cfg(not(spot_loom))]
             self.slots.ensure_zeroed(i as usize);
             #[cfg(spot_loom)]
@@ -181,17 +182,17 @@ impl<P> SlotTable<P> {
         self.taken_mark(index).store(1, Relaxed);
         // The next registration on this thread writes that slot's line: fetch it now, so
         // the miss overlaps this registration instead of stalling the next one.
-        if let Some(next) = self.free.next_ready().and_then(|n| self.get(n)) {
+        if let Some(next) = self.free.next_ready(thread).and_then(|n| self.get(n)) {
             crate::prefetch::for_write(next);
         }
         Ok((index, fresh))
     }
 
-    /// Returns an ended slot for reuse.
+    /// Returns an ended slot for reuse (`thread`, `shard`: the calling thread's).
     #[inline]
-    pub fn release(&self, shard: usize, index: u32) {
+    pub fn release(&self, thread: usize, shard: usize, index: u32) {
         self.taken_mark(index).store(0, Relaxed);
-        self.free.give(shard, index);
+        self.free.give(thread, shard, index);
     }
 
     /// Is slot `index` taken (see the module documentation)? False means that no entry
