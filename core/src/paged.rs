@@ -8,7 +8,8 @@
 //! `PAGE * PAGES * DIRECTORIES`. Directories and pages exist once something asked for an
 //! index in them.
 
-use std::sync::OnceLock;
+use std::sync::atomic::AtomicPtr;
+use std::sync::atomic::Ordering::{AcqRel, Acquire};
 
 pub(crate) const PAGE: usize = 256;
 const PAGES: usize = 256;
@@ -17,17 +18,23 @@ const DIRECTORIES: usize = 256;
 /// Indexes below this exist.
 pub(crate) const CAPACITY: usize = PAGE * PAGES * DIRECTORIES;
 
-type Page<T> = Box<[T; PAGE]>;
-type Directory<T> = Box<[OnceLock<Page<T>>; PAGES]>;
+type Page<T> = [T; PAGE];
+type Directory<T> = [AtomicPtr<Page<T>>; PAGES];
 
+/// Every level is a plain pointer, null until it exists: a lookup is two loads and the
+/// arithmetic of three indexes.
 pub(crate) struct PagedArray<T> {
-    directories: [OnceLock<Directory<T>>; DIRECTORIES],
+    directories: [AtomicPtr<Directory<T>>; DIRECTORIES],
 }
+
+// SAFETY: the array owns its pages of `T`; sharing it shares `&T`s.
+unsafe impl<T: Sync> Sync for PagedArray<T> {}
+unsafe impl<T: Send> Send for PagedArray<T> {}
 
 impl<T> Default for PagedArray<T> {
     fn default() -> Self {
         Self {
-            directories: std::array::from_fn(|_| OnceLock::new()),
+            directories: std::array::from_fn(|_| AtomicPtr::new(std::ptr::null_mut())),
         }
     }
 }
@@ -46,24 +53,81 @@ fn boxed_array<E, const N: usize>(make: impl FnMut(usize) -> E) -> Box<[E; N]> {
         .unwrap_or_else(|_| unreachable!("built with N items"))
 }
 
+/// The level behind `slot`, made with `make` if it does not exist yet (another thread
+/// that got there first keeps its own; this one's is dropped).
+fn get_or_install<L>(slot: &AtomicPtr<L>, make: impl FnOnce() -> Box<L>) -> &L {
+    let mut p = slot.load(Acquire);
+    if p.is_null() {
+        let fresh = Box::into_raw(make());
+        p = match slot.compare_exchange(std::ptr::null_mut(), fresh, AcqRel, Acquire) {
+            Ok(_) => fresh,
+            Err(existing) => {
+                // SAFETY: `fresh` was never published.
+                drop(unsafe { Box::from_raw(fresh) });
+                existing
+            }
+        };
+    }
+    // SAFETY: a published level lives as long as the array.
+    unsafe { &*p }
+}
+
 impl<T> PagedArray<T> {
     /// The element at `index`, if its page exists.
     #[inline]
     pub fn get(&self, index: usize) -> Option<&T> {
         let (d, p, e) = locate(index);
-        let page = self.directories.get(d)?.get()?[p].get()?;
-        Some(&page[e])
+        let dir = self.directories.get(d)?.load(Acquire);
+        if dir.is_null() {
+            return None;
+        }
+        // SAFETY: a published directory lives as long as the array.
+        let page = unsafe { &*dir }[p].load(Acquire);
+        if page.is_null() {
+            return None;
+        }
+        // SAFETY: a published page lives as long as the array.
+        Some(unsafe { &(*page)[e] })
     }
 
     /// Visits every element of every page that exists, in index order.
     pub fn for_each(&self, mut f: impl FnMut(usize, &T)) {
         for (d, dir) in self.directories.iter().enumerate() {
-            let Some(dir) = dir.get() else { continue };
-            for (p, page) in dir.iter().enumerate() {
-                let Some(page) = page.get() else { continue };
+            let dir = dir.load(Acquire);
+            if dir.is_null() {
+                continue;
+            }
+            // SAFETY: as in `get`.
+            for (p, page) in unsafe { &*dir }.iter().enumerate() {
+                let page = page.load(Acquire);
+                if page.is_null() {
+                    continue;
+                }
                 let first = (d * PAGES + p) * PAGE;
-                for (e, item) in page.iter().enumerate() {
+                // SAFETY: as in `get`.
+                for (e, item) in unsafe { &*page }.iter().enumerate() {
                     f(first + e, item);
+                }
+            }
+        }
+    }
+}
+
+impl<T> Drop for PagedArray<T> {
+    fn drop(&mut self) {
+        for dir in self.directories.iter() {
+            let dir = dir.load(Acquire);
+            if dir.is_null() {
+                continue;
+            }
+            // SAFETY: the array is going away: nobody else holds its levels, each made
+            // by `Box::into_raw`.
+            let dir = unsafe { Box::from_raw(dir) };
+            for page in dir.iter() {
+                let page = page.load(Acquire);
+                if !page.is_null() {
+                    // SAFETY: as above.
+                    drop(unsafe { Box::from_raw(page) });
                 }
             }
         }
@@ -76,8 +140,10 @@ impl<T: Default> PagedArray<T> {
     pub fn ensure(&self, index: usize) -> &T {
         assert!(index < CAPACITY, "index {index} beyond the paged array");
         let (d, p, e) = locate(index);
-        let dir = self.directories[d].get_or_init(|| boxed_array(|_| OnceLock::new()));
-        let page = dir[p].get_or_init(|| boxed_array(|_| T::default()));
+        let dir = get_or_install(&self.directories[d], || {
+            boxed_array(|_| AtomicPtr::new(std::ptr::null_mut()))
+        });
+        let page = get_or_install(&dir[p], || boxed_array(|_| T::default()));
         &page[e]
     }
 }

@@ -84,12 +84,14 @@ impl Wheel {
         when(self.shift, self.elapsed, due)
     }
 
+    /// The start of tick `ticks` in nanoseconds (`u64::MAX` past the clock's range).
     #[inline]
     fn ticks_to_nanos(&self, ticks: u64) -> Nanos {
-        ticks
-            .checked_shl(self.shift)
-            .filter(|n| n >> self.shift == ticks)
-            .unwrap_or(u64::MAX)
+        if ticks > u64::MAX >> self.shift {
+            u64::MAX
+        } else {
+            ticks << self.shift
+        }
     }
 
     /// Files `e`; returns when the scheduler must look again for it: the start of its tick.

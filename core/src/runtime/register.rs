@@ -6,6 +6,7 @@
 
 use std::sync::atomic::Ordering::{Relaxed, Release, SeqCst};
 
+use crate::clock::Nanos;
 use crate::cold::{ColdTable, ReleaseHook};
 use crate::end::EndReason;
 use crate::error::{Error, Result};
@@ -20,7 +21,9 @@ use crate::stats::C;
 impl<P> Shared<P> {
     /// Registers (owner, key) for authority `epoch` of the owner at `owner_index`. An
     /// existing generation of the key is superseded (T1); if its callback is running, the
-    /// new one waits for it (T3).
+    /// new one waits for it (T3). What few registrations need (a hook, a cold entry left
+    /// by the slot's last generation, a superseded generation to finish, a timer due at
+    /// once) is out of line, so the common path stays short.
     pub(crate) fn register(
         &self,
         owner_index: u32,
@@ -35,7 +38,6 @@ impl<P> Shared<P> {
         }
         let now = self.now();
         let schedule = spec.schedule(now)?;
-        let owner = self.owners.entry(owner_index);
         // (The authority is checked under the owner's lock below: a registration that
         // lost it gives its slot back unpublished.)
         let here = self.here();
@@ -45,8 +47,7 @@ impl<P> Shared<P> {
         // read would map the shared zero page only to have the write replace it (a TLB
         // flush on every CPU running the process).
         if !fresh && slot.flags() & HAS_COLD != 0 {
-            // What an earlier generation of this slot left in the cold table.
-            self.cold.lock(index).remove(&index);
+            self.forget_cold(index);
         }
         let generation = next_generation();
         let exact =
@@ -63,9 +64,7 @@ impl<P> Shared<P> {
             flags |= HAS_RELEASE;
         }
         if let Some(hook) = hook {
-            let mut cold = self.cold.lock(index);
-            ColdTable::entry(&mut cold, index, generation).hook = Some(hook);
-            flags |= HAS_COLD;
+            flags |= self.attach_hook(index, generation, hook);
         }
         slot.owner.store(flags, Relaxed);
         // SAFETY: the slot is ours and unpublished; its previous payload was dropped when
@@ -73,6 +72,7 @@ impl<P> Shared<P> {
         unsafe { self.slots.write_payload(index, payload) };
 
         let hash = hash_u64(key);
+        let owner = self.owners.entry(owner_index);
         let (published, superseded, closed) = {
             let mut book = owner.book.lock();
             if let Err(e) = owner.check(epoch, || now) {
@@ -80,9 +80,6 @@ impl<P> Shared<P> {
                 self.abandon_registration(here, index, generation);
                 return Err(e);
             }
-            let mut superseded = None;
-            // The slot whose callback the new generation must wait for, if any (T3).
-            let mut wait_for = None;
             // One probe finds the key's slot or the place for it.
             let old = book.upsert_key(
                 hash,
@@ -90,20 +87,10 @@ impl<P> Shared<P> {
                 |s| self.slots.slot(s).key.load(Relaxed) == key,
                 |&s| hash_u64(self.slots.slot(s).key.load(Relaxed)),
             );
-            if let Some(old) = old {
-                let old_slot = self.slots.slot(old);
-                let s = succession::supersede(
-                    old,
-                    &old_slot.word,
-                    old_slot.inflight.load(Relaxed),
-                    |p| self.still_ending(p, owner_index, key),
-                );
-                superseded = s.claimed.map(|(ending, from)| (old, ending, from));
-                wait_for = s.wait_for;
-            }
-            if let Some(p) = wait_for {
-                slot.inflight.store(succession::waits_for(p), Relaxed);
-            }
+            let (superseded, wait_for) = match old {
+                None => (None, None),
+                Some(old) => self.supersede_locked(old, index, owner_index, key),
+            };
             book.add_live();
             let w = word::fresh(generation, wait_for.is_some());
             slot.word.store(w, Release);
@@ -113,28 +100,38 @@ impl<P> Shared<P> {
             let closed = self.closed.load(Relaxed);
             (w, superseded, closed)
         };
+        let id = TimerId {
+            slot: index,
+            generation,
+        };
 
         // A first deadline less than one resolution away (work armed for "now", a short
         // delay) is woken for to the nanosecond: the wheel would hold it until its tick
         // boundary, up to a whole resolution late — all of its delay, for work armed to
         // run at once. Later deadlines of the timer follow its period's rule (`exact`).
-        let first_exact = exact
-            || (self.manual.is_none()
-                && schedule.first_due() < now.saturating_add(self.resolution));
-        // (On the manual clock nothing is delivered before the next `advance`.)
-        let due_now = self.manual.is_none() && schedule.first_due() <= now;
-        if superseded.is_none() && !closed {
-            // The common case needs no work context: arm, count, done.
-            if word::phase(published) == word::IDLE && due_now {
-                // Due already (work armed for "now"): delivered here, as the scheduler's
-                // next turn would, without waking it to do so.
-                with_work(now, |work| {
-                    self.try_deliver(index, work);
-                    self.flush(work);
-                });
-            } else if word::phase(published) == word::IDLE {
+        let first_due = schedule.first_due();
+        let first_exact =
+            exact || (self.manual.is_none() && first_due < now.saturating_add(self.resolution));
+        if superseded.is_some() || closed {
+            self.finish_registration(
+                id,
+                now,
+                published,
+                first_due,
+                first_exact,
+                superseded,
+                closed,
+            );
+            return Ok(id);
+        }
+        // The common case needs no work context: arm, count, done.
+        if word::phase(published) == word::IDLE {
+            // (On the manual clock nothing is delivered before the next `advance`.)
+            if self.manual.is_none() && first_due <= now {
+                self.deliver_at_registration(index, now);
+            } else {
                 let entry = Entry {
-                    due: schedule.first_due(),
+                    due: first_due,
                     target: index,
                     tag: published as u32,
                 };
@@ -149,37 +146,90 @@ impl<P> Shared<P> {
                     self.compact_grown(here.shard);
                 }
             }
-            self.counters.add_for(here.thread, C::registered, 1);
-            return Ok(TimerId {
-                slot: index,
-                generation,
-            });
         }
+        self.counters.add_for(here.thread, C::registered, 1);
+        Ok(id)
+    }
+
+    /// Drops what an earlier generation of slot `index` left in the cold table.
+    #[cold]
+    fn forget_cold(&self, index: u32) {
+        self.cold.lock(index).remove(&index);
+    }
+
+    /// Files generation `generation`'s release hook in the cold table; returns the slot
+    /// flag that says so.
+    #[cold]
+    fn attach_hook(&self, index: u32, generation: u64, hook: ReleaseHook) -> u32 {
+        let mut cold = self.cold.lock(index);
+        ColdTable::entry(&mut cold, index, generation).hook = Some(hook);
+        HAS_COLD
+    }
+
+    /// Supersedes the key's generation in slot `old` for the new one in `index` (under
+    /// the owner's lock): returns the end this thread claimed, if any, and the slot whose
+    /// callback the new generation must wait for (T3), which its `inflight` then names.
+    #[allow(clippy::type_complexity)]
+    fn supersede_locked(
+        &self,
+        old: u32,
+        index: u32,
+        owner_index: u32,
+        key: TimerKey,
+    ) -> (Option<(u32, u64, u64)>, Option<u32>) {
+        let old_slot = self.slots.slot(old);
+        let s = succession::supersede(old, &old_slot.word, old_slot.inflight.load(Relaxed), |p| {
+            self.still_ending(p, owner_index, key)
+        });
+        if let Some(p) = s.wait_for {
+            self.slots
+                .slot(index)
+                .inflight
+                .store(succession::waits_for(p), Relaxed);
+        }
+        (
+            s.claimed.map(|(ending, from)| (old, ending, from)),
+            s.wait_for,
+        )
+    }
+
+    /// A timer due when it is registered (work armed for "now"): delivered here, as the
+    /// scheduler's next turn would, without waking it to do so.
+    fn deliver_at_registration(&self, index: u32, now: Nanos) {
+        with_work(now, |work| {
+            self.try_deliver(index, work);
+            self.flush(work);
+        });
+    }
+
+    /// The rest of a registration that superseded a generation this thread must finish, or
+    /// that raced the runtime's close (the new generation then ends at once).
+    #[cold]
+    #[allow(clippy::too_many_arguments)]
+    fn finish_registration(
+        &self,
+        id: TimerId,
+        now: Nanos,
+        published: u64,
+        first_due: Nanos,
+        first_exact: bool,
+        superseded: Option<(u32, u64, u64)>,
+        closed: bool,
+    ) {
         with_work(now, |work| {
             if let Some((old, ending, from)) = superseded {
                 self.finish(old, ending, from, false, work);
             }
             if word::phase(published) == word::IDLE {
-                work.arm(index, schedule.first_due(), published, first_exact);
+                work.arm(id.slot, first_due, published, first_exact);
             }
             work.tally.add(C::registered, 1);
             if closed {
-                let _ = self.end(
-                    TimerId {
-                        slot: index,
-                        generation,
-                    },
-                    EndReason::RuntimeClosed,
-                    work,
-                );
+                let _ = self.end(id, EndReason::RuntimeClosed, work);
                 work.arms.clear();
             }
             self.flush(work);
         });
-        Ok(TimerId {
-            slot: index,
-            generation,
-        })
     }
 
     /// Undoes a registration that lost its authority before it was published: the hook is

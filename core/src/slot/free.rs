@@ -45,6 +45,15 @@ const BATCH: usize = 32;
 /// The longest run of never-used slots reserved for one thread: 2 MiB of 64-byte slots.
 const MAX_RUN: u32 = 1 << 15;
 
+/// A slot [`FreeSlots::take`] handed out.
+pub(super) struct Taken {
+    pub index: u32,
+    /// Never used before.
+    pub fresh: bool,
+    /// The slot the same thread's next `take` returns, when that is known.
+    pub next: Option<u32>,
+}
+
 struct Queue {
     slots: Mutex<VecDeque<u32>>,
     len: AtomicUsize,
@@ -132,30 +141,51 @@ impl FreeSlots {
     /// generation, which need not be a registering one), else a fresh one (`prepare`
     /// makes its memory exist), else any free slot. Also says whether the slot was never
     /// used (its memory may not even be mapped yet: the caller should write it before
-    /// reading it, so that the first touch allocates the page directly).
+    /// reading it, so that the first touch allocates the page directly), and which slot
+    /// this thread's next `take` returns when that is known.
     #[inline]
-    pub fn take(&self, thread: usize, shard: usize, prepare: impl Fn(u32)) -> Result<(u32, bool)> {
+    pub fn take(&self, thread: usize, shard: usize, prepare: impl Fn(u32)) -> Result<Taken> {
+        if let Some(cache) = self.my_cache(thread) {
+            if let Some(index) = cache.ready.pop() {
+                return Ok(Taken {
+                    index,
+                    fresh: cache.ready_fresh,
+                    next: cache.ready.last().copied(),
+                });
+            }
+        }
+        self.take_slow(thread, shard, &prepare)
+    }
+
+    /// [`FreeSlots::take`] when the thread's cache holds nothing ready (or it has none).
+    #[cold]
+    fn take_slow(&self, thread: usize, shard: usize, prepare: &impl Fn(u32)) -> Result<Taken> {
+        let taken = |index, fresh| Taken {
+            index,
+            fresh,
+            next: None,
+        };
         match self.my_cache(thread) {
             Some(cache) => {
-                if let Some(i) = cache.ready.pop() {
-                    return Ok((i, cache.ready_fresh));
-                }
                 let ready = &mut cache.ready;
                 let run = Some(&mut cache.run);
-                cache.ready_fresh = self.refill(shard, BATCH, run, &prepare, |i| ready.push(i));
+                cache.ready_fresh = self.refill(shard, BATCH, run, prepare, |i| ready.push(i));
                 // Lowest index (or oldest resting slot) first.
                 ready.reverse();
                 if let Some(i) = cache.ready.pop() {
-                    return Ok((i, cache.ready_fresh));
+                    return Ok(Taken {
+                        next: cache.ready.last().copied(),
+                        ..taken(i, cache.ready_fresh)
+                    });
                 }
                 // Nothing rests and nothing fresh is left: the freed slots go first.
                 self.put(shard, &mut cache.freed);
             }
             None => {
                 let mut one = None;
-                let fresh = self.refill(shard, 1, None, &prepare, |i| one = Some(i));
+                let fresh = self.refill(shard, 1, None, prepare, |i| one = Some(i));
                 if let Some(i) = one {
-                    return Ok((i, fresh));
+                    return Ok(taken(i, fresh));
                 }
             }
         }
@@ -163,7 +193,7 @@ impl FreeSlots {
             let mut slots = q.slots.lock();
             if let Some(i) = slots.pop_front() {
                 q.len.store(slots.len(), Relaxed);
-                return Ok((i, false));
+                return Ok(taken(i, false));
             }
         }
         Err(Error::CapacityExhausted(MAX_TIMERS))
@@ -232,12 +262,6 @@ impl FreeSlots {
         Some((first, first.saturating_add(n).min(MAX_TIMERS)))
     }
 
-    /// The slot the calling thread's next `take` will return, when it is known.
-    #[inline]
-    pub fn next_ready(&self, thread: usize) -> Option<u32> {
-        self.my_cache(thread).and_then(|c| c.ready.last().copied())
-    }
-
     /// Returns an ended slot for reuse (it rests behind the others first).
     #[inline]
     pub fn give(&self, thread: usize, shard: usize, index: u32) {
@@ -297,7 +321,9 @@ mod tests {
                         for turn in 0..2 {
                             if turn == t {
                                 for _ in 0..per_round {
-                                    let (i, fresh) = free.take(thread_index(), t, |_| {}).unwrap();
+                                    let Taken {
+                                        index: i, fresh, ..
+                                    } = free.take(thread_index(), t, |_| {}).unwrap();
                                     assert!(fresh);
                                     taken.push(i);
                                 }
@@ -331,7 +357,7 @@ mod tests {
     fn a_run_is_never_longer_than_max_run_and_used_slots_come_back_first() {
         let free = FreeSlots::new(1);
         let first: Vec<u32> = (0..3 * MAX_RUN)
-            .map(|_| free.take(thread_index(), 0, |_| {}).unwrap().0)
+            .map(|_| free.take(thread_index(), 0, |_| {}).unwrap().index)
             .collect();
         assert_eq!(
             breaks(&first),
@@ -346,8 +372,8 @@ mod tests {
         // (What the cache already holds of its run comes first.)
         let reused = (0..=BATCH)
             .map(|_| free.take(thread_index(), 0, |_| {}).unwrap())
-            .find(|&(_, fresh)| !fresh)
-            .map(|(i, _)| i);
+            .find(|t| !t.fresh)
+            .map(|t| t.index);
         assert_eq!(reused, Some(first[0]), "the oldest resting slot first");
     }
 }

@@ -170,7 +170,7 @@ impl<P> SlotTable<P> {
     /// thread's number, `shard` its shard.
     #[inline]
     pub fn allocate(&self, thread: usize, shard: usize) -> Result<(u32, bool)> {
-        let (index, fresh) = self.free.take(thread, shard, |i| {
+        let taken = self.free.take(thread, shard, |i| {
             #[cfg(not(spot_loom))]
             self.slots.ensure_zeroed(i as usize);
             #[cfg(spot_loom)]
@@ -179,13 +179,13 @@ impl<P> SlotTable<P> {
             self.failures.ensure_zeroed(i as usize);
             self.taken.ensure_zeroed(i as usize);
         })?;
-        self.taken_mark(index).store(1, Relaxed);
+        self.taken_mark(taken.index).store(1, Relaxed);
         // The next registration on this thread writes that slot's line: fetch it now, so
         // the miss overlaps this registration instead of stalling the next one.
-        if let Some(next) = self.free.next_ready(thread).and_then(|n| self.get(n)) {
+        if let Some(next) = taken.next.and_then(|n| self.get(n)) {
             crate::prefetch::for_write(next);
         }
-        Ok((index, fresh))
+        Ok((taken.index, taken.fresh))
     }
 
     /// Returns an ended slot for reuse (`thread`, `shard`: the calling thread's).
