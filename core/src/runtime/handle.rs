@@ -99,10 +99,20 @@ impl<P: Send + Sync + 'static> Shared<P> {
         self.wait_end(id, deadline).unwrap_or(Err(Error::Timeout))
     }
 
-    /// See [`TimerHandle::cancel_with_notice`].
+    /// See [`TimerHandle::cancel_with_notice`]. The common case — an idle timer with
+    /// nothing to run at its end — is inline and builds the caller's result in place.
     #[inline]
     pub(crate) fn cancel_with_notice(&self, id: TimerId, tag: u64) -> Result<Option<EndResult>> {
-        if let Ended::Done(r) = self.cancel_now(id)? {
+        if !self.is_closed() {
+            if let Some(ended) = self.end_quiet_idle(id, EndReason::Cancelled) {
+                return Ok(Some(self.result_of(id.slot, ended)));
+            }
+        }
+        self.cancel_with_notice_slow(id, tag)
+    }
+
+    fn cancel_with_notice_slow(&self, id: TimerId, tag: u64) -> Result<Option<EndResult>> {
+        if let Ended::Done(r) = self.cancel_now_slow(id)? {
             return Ok(Some(r));
         }
         Ok(self.notice(id, tag))

@@ -298,6 +298,7 @@ impl<P: Clone + Send + Sync + 'static> Runtime<P> {
     /// when it ended here and now, `None` when it ends later (its record is with a host;
     /// the generation ends when that record completes). For hosts that keep many timers by
     /// id (see [`Owner::register_id`]).
+    #[inline]
     pub fn cancel_timer_nowait(&self, id: TimerId) -> Result<Option<EndResult>> {
         match self.shared.cancel_now(id)? {
             Ended::Done(r) => Ok(Some(r)),
