@@ -9,13 +9,53 @@ use crate::policy::{normalize_max_catch_up, OverrunPolicy, Schedule};
 /// The host's key of a timer, unique per owner.
 pub type TimerKey = u64;
 
-/// Names one generation of one timer: its slot in the runtime's table and the generation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct TimerId {
+/// Names one generation of one timer — its slot in the runtime's table and the generation
+/// — in one 8-byte word, so a host that keeps many timers by id stores 8 bytes per timer.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TimerId(u64);
+
+/// Bits of a `TimerId` that hold the slot (slots are below `MAX_TIMERS`, 2^24); the
+/// generation (40 bits) takes the rest.
+const SLOT_BITS: u32 = 24;
+const _: () = assert!(crate::slot::MAX_TIMERS as u64 == 1 << SLOT_BITS);
+const _: () = assert!(crate::slot::word::GEN_MASK == u64::MAX >> SLOT_BITS);
+
+impl TimerId {
+    /// The id of `generation` in `slot`, if both are in range (slot below 2^24,
+    /// generation below 2^40): hosts that carry the two numbers apart (the C ABI) turn them
+    /// back into an id with this. Out-of-range numbers never name a generation.
+    pub fn from_parts(slot: u32, generation: u64) -> Option<Self> {
+        (u64::from(slot) < 1 << SLOT_BITS && generation >> (64 - SLOT_BITS) == 0)
+            .then_some(Self(generation << SLOT_BITS | u64::from(slot)))
+    }
+
+    /// An id the runtime hands out (both numbers in range by construction).
+    #[inline]
+    pub(crate) fn new(slot: u32, generation: u64) -> Self {
+        debug_assert!(Self::from_parts(slot, generation).is_some());
+        Self(generation << SLOT_BITS | u64::from(slot))
+    }
+
     /// Index of the slot in the runtime's table.
-    pub slot: u32,
+    #[inline]
+    pub fn slot(self) -> u32 {
+        (self.0 & ((1 << SLOT_BITS) - 1)) as u32
+    }
+
     /// The generation (unique across every runtime of the process).
-    pub generation: u64,
+    #[inline]
+    pub fn generation(self) -> u64 {
+        self.0 >> SLOT_BITS
+    }
+}
+
+impl std::fmt::Debug for TimerId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TimerId")
+            .field("slot", &self.slot())
+            .field("generation", &self.generation())
+            .finish()
+    }
 }
 
 /// What to register: a repeating timer (`every`) or a one-shot (`after`).

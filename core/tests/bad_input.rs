@@ -90,15 +90,9 @@ fn stale_and_unknown_timer_handles_are_reported() {
     let t = o.register(1, TimerSpec::every(ms(10)), 0, None).unwrap();
     let id = t.id();
     assert_eq!(h.rt.timer(id).unwrap().id(), id);
-    let never = TimerId {
-        slot: 12_345,
-        generation: 1,
-    };
+    let never = TimerId::from_parts(12_345, 1).unwrap();
     assert_eq!(h.rt.timer(never).unwrap_err(), Error::StaleHandle);
-    let wrong_generation = TimerId {
-        slot: id.slot,
-        generation: id.generation + 1000,
-    };
+    let wrong_generation = TimerId::from_parts(id.slot(), id.generation() + 1000).unwrap();
     assert_eq!(
         h.rt.timer(wrong_generation).unwrap_err(),
         Error::StaleHandle

@@ -21,8 +21,8 @@ fn contract_01_reregistered_key_never_runs_pending_ticks_of_old_generation() {
     h.advance(ms(10));
     assert_eq!(h.rt.pending_records(), 1);
     let new = o.register(7, TimerSpec::every(ms(10)), 2, None).unwrap();
-    assert_ne!(new.id().generation, old.id().generation);
-    assert!(new.id().generation > old.id().generation);
+    assert_ne!(new.id().generation(), old.id().generation());
+    assert!(new.id().generation() > old.id().generation());
     assert!(
         h.poll().is_empty(),
         "old generation's queued tick must not be handed out"

@@ -305,7 +305,7 @@ fn a_key_registered_again_while_its_previous_generation_is_ending_keeps_it() {
                 .unwrap()
         })
         .collect();
-    assert!(others.iter().all(|o| o.id().slot != b.id().slot));
+    assert!(others.iter().all(|o| o.id().slot() != b.id().slot()));
     assert!(b.is_live());
     // A third registration of key 0 supersedes B: one live generation per key.
     let c = again

@@ -80,7 +80,10 @@ impl Ledger {
     /// Checks a record right before it starts. Returns false (and records a violation)
     /// when it would be a double delivery or break T4.
     fn check_start(&mut self, id: TimerId, t: Tick) {
-        let seen = self.per_timer.entry((id.slot, id.generation)).or_default();
+        let seen = self
+            .per_timer
+            .entry((id.slot(), id.generation()))
+            .or_default();
         let expect_skipped = t.scheduled_index.saturating_sub(seen.last_scheduled + 1);
         let ok = t.delivery_index == seen.delivered + 1
             && t.scheduled_index > seen.last_scheduled
@@ -97,7 +100,7 @@ impl Ledger {
     }
 
     fn forget(&mut self, id: TimerId) {
-        self.per_timer.remove(&(id.slot, id.generation));
+        self.per_timer.remove(&(id.slot(), id.generation()));
     }
 
     fn merge(&mut self, other: Ledger) {
@@ -550,12 +553,19 @@ fn stress_slow_handlers() {
                         continue;
                     }
                     let id = t.timer_id();
-                    if !inflight.lock().unwrap().insert((id.slot, id.generation)) {
+                    if !inflight
+                        .lock()
+                        .unwrap()
+                        .insert((id.slot(), id.generation()))
+                    {
                         overlaps.fetch_add(1, Ordering::Relaxed);
                     }
                     host.lock().unwrap().check_start(id, t.tick());
                     std::thread::sleep(Duration::from_micros(rng.below(8000)));
-                    inflight.lock().unwrap().remove(&(id.slot, id.generation));
+                    inflight
+                        .lock()
+                        .unwrap()
+                        .remove(&(id.slot(), id.generation()));
                     ledger.started_ok += 1;
                     done.push(t.complete(Outcome::Ok));
                 }

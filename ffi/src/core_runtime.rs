@@ -65,10 +65,8 @@ pub(crate) fn timer_id(t: &spot_timer) -> FfiResult<TimerId> {
             "`spot_timer::reserved` must be 0",
         ));
     }
-    Ok(TimerId {
-        slot: t.slot,
-        generation: t.generation,
-    })
+    // Numbers out of the runtime's range never name a generation: the handle is stale.
+    TimerId::from_parts(t.slot, t.generation).ok_or_else(|| stale(t))
 }
 
 pub(crate) fn stale(t: &spot_timer) -> Failure {

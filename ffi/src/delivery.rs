@@ -43,8 +43,8 @@ pub(crate) fn to_c(r: &Record<Payload>) -> spot_record {
             let check = t.start_check();
             c.token = t.token();
             c.timer = spot_timer {
-                generation: id.generation,
-                slot: id.slot,
+                generation: id.generation(),
+                slot: id.slot(),
                 reserved: 0,
             };
             c.owner_id = t.owner_id();
@@ -61,8 +61,8 @@ pub(crate) fn to_c(r: &Record<Payload>) -> spot_record {
         Record::CancelDone(n) => {
             c.kind = SPOT_RECORD_CANCEL_DONE;
             c.timer = spot_timer {
-                generation: n.timer.generation,
-                slot: n.timer.slot,
+                generation: n.timer.generation(),
+                slot: n.timer.slot(),
                 reserved: 0,
             };
             c.owner_id = n.owner;

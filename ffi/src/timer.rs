@@ -78,8 +78,8 @@ pub unsafe extern "C" fn spot_timer_register(
             .rt
             .register_for(owner_id, epoch, key, spec, payload, None)?;
         out.write(spot_timer {
-            generation: id.generation,
-            slot: id.slot,
+            generation: id.generation(),
+            slot: id.slot(),
             reserved: 0,
         });
         Ok(())

@@ -402,7 +402,7 @@ fn run_batch<'py>(
                             Ok(res) => {
                                 if is_coroutine(py, &res)? {
                                     if allow_coroutines {
-                                        let generation = t.timer_id().generation;
+                                        let generation = t.timer_id().generation();
                                         inner.async_inflight.lock().insert(generation);
                                         // Completed by `complete_async` when it finishes.
                                         batch.outcomes[i].set(BATCH_KEPT);

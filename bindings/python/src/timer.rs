@@ -54,8 +54,8 @@ impl NativeTimer {
         };
         Self {
             inner,
-            slot: id.slot,
-            generation: id.generation,
+            slot: id.slot(),
+            generation: id.generation(),
             key,
             key_obj,
             key_mapped,
@@ -64,10 +64,7 @@ impl NativeTimer {
     }
 
     pub fn id(&self) -> TimerId {
-        TimerId {
-            slot: self.slot,
-            generation: self.generation,
-        }
+        TimerId::from_parts(self.slot, self.generation).expect("an id the runtime handed out")
     }
 
     /// `EndReason(code)`, or the exception of a failed cleanup.

@@ -45,21 +45,21 @@ impl<P> Shared<P> {
         reason: EndReason,
         work: &mut Work,
     ) -> Result<Ended, Error> {
-        let slot = self.slots.get(id.slot).ok_or(Error::StaleHandle)?;
+        let slot = self.slots.get(id.slot()).ok_or(Error::StaleHandle)?;
         if self.end_is_quiet(slot) {
-            if let Some((ended, from)) = word::end_idle(&slot.word, id.generation, reason as u8) {
-                self.account_end(id.slot, reason as u8, from, work);
-                self.after_end(id.slot, ended, from, false, work);
-                return Ok(Ended::Done(self.result_of(id.slot, ended)));
+            if let Some((ended, from)) = word::end_idle(&slot.word, id.generation(), reason as u8) {
+                self.account_end(id.slot(), reason as u8, from, work);
+                self.after_end(id.slot(), ended, from, false, work);
+                return Ok(Ended::Done(self.result_of(id.slot(), ended)));
             }
         }
-        match word::claim_end(&slot.word, id.generation, reason as u8, false) {
+        match word::claim_end(&slot.word, id.generation(), reason as u8, false) {
             EndClaim::Claimed { ending, from } => {
-                let ended = self.finish(id.slot, ending, from, false, work);
-                Ok(Ended::Done(self.result_of(id.slot, ended)))
+                let ended = self.finish(id.slot(), ending, from, false, work);
+                Ok(Ended::Done(self.result_of(id.slot(), ended)))
             }
             EndClaim::Pending | EndClaim::Ending => Ok(Ended::Later),
-            EndClaim::Ended(w) => Ok(Ended::Done(self.result_of(id.slot, w))),
+            EndClaim::Ended(w) => Ok(Ended::Done(self.result_of(id.slot(), w))),
             EndClaim::Stale => Err(Error::StaleHandle),
         }
     }
@@ -70,11 +70,11 @@ impl<P> Shared<P> {
     /// (its result: [`Shared::result_of`]); None when the generation is not idle or its
     /// end has work to run: the caller takes [`Shared::end`].
     pub(crate) fn end_quiet_idle(&self, id: TimerId, reason: EndReason) -> Option<u64> {
-        let slot = self.slots.get(id.slot)?;
+        let slot = self.slots.get(id.slot())?;
         if !self.end_is_quiet(slot) {
             return None;
         }
-        let (ended, from) = word::end_idle(&slot.word, id.generation, reason as u8)?;
+        let (ended, from) = word::end_idle(&slot.word, id.generation(), reason as u8)?;
         let here = self.here();
         let last = slot.last.load(Relaxed);
         let due =
@@ -90,9 +90,9 @@ impl<P> Shared<P> {
             self.unpark_waiters(slot);
         }
         // Not after a callback: no successor to release, nothing pushed.
-        self.forget_key(id.slot, from, false, &mut Vec::new());
+        self.forget_key(id.slot(), from, false, &mut Vec::new());
         self.counters.add_for(here.thread, C::ended, 1);
-        self.slots.release(here.thread, here.shard, id.slot);
+        self.slots.release(here.thread, here.shard, id.slot());
         Some(ended)
     }
 
@@ -241,10 +241,7 @@ impl<P> Shared<P> {
                 }
                 for tag in notices {
                     work.notices.push(CancelNotice {
-                        timer: TimerId {
-                            slot: index,
-                            generation,
-                        },
+                        timer: TimerId::new(index, generation),
                         owner: self.owners.entry(slot.owner_index()).id.load(Relaxed),
                         key: slot.key.load(Relaxed),
                         tag,
@@ -348,20 +345,20 @@ impl<P> Shared<P> {
     /// The result of generation `id` if it has ended; `Err(StaleHandle)` when its slot
     /// has since been reused.
     pub(crate) fn end_result(&self, id: TimerId) -> Option<EndResult> {
-        let Some(slot) = self.slots.get(id.slot) else {
+        let Some(slot) = self.slots.get(id.slot()) else {
             return Some(Err(Error::StaleHandle));
         };
         let w = slot.word.load(Acquire);
-        if word::generation(w) != id.generation {
+        if word::generation(w) != id.generation() {
             return Some(Err(Error::StaleHandle));
         }
-        (word::phase(w) == word::ENDED).then(|| self.result_of(id.slot, w))
+        (word::phase(w) == word::ENDED).then(|| self.result_of(id.slot(), w))
     }
 
     /// Parks the calling thread until generation `id` has ended or `deadline` passes.
     /// None on timeout.
     pub(crate) fn wait_end(&self, id: TimerId, deadline: Option<Instant>) -> Option<EndResult> {
-        let slot = self.slots.get(id.slot)?;
+        let slot = self.slots.get(id.slot())?;
         // Sequentially consistent, pairing with `publish_end`: see `finish`.
         slot.owner.fetch_or(HAS_WAITERS, SeqCst);
         loop {
@@ -371,7 +368,7 @@ impl<P> Shared<P> {
             let key = slot as *const _ as usize;
             let validate = || {
                 let w = slot.word.load(SeqCst);
-                word::generation(w) == id.generation && word::phase(w) != word::ENDED
+                word::generation(w) == id.generation() && word::phase(w) != word::ENDED
             };
             // SAFETY: the key is the slot's address (see `notify_end`); the callbacks do not
             // call into parking_lot.
@@ -393,19 +390,19 @@ impl<P> Shared<P> {
 
     /// Registers `f` to run with the result of generation `id` (now, if it has ended).
     pub(crate) fn subscribe(&self, id: TimerId, f: crate::cold::Subscriber) {
-        let Some(slot) = self.slots.get(id.slot) else {
+        let Some(slot) = self.slots.get(id.slot()) else {
             f(&Err(Error::StaleHandle));
             return;
         };
         // Sequentially consistent, pairing with `publish_end`: see `finish`.
         slot.owner.fetch_or(HAS_COLD, SeqCst);
-        let mut shard = self.cold.lock(id.slot);
+        let mut shard = self.cold.lock(id.slot());
         match self.end_result(id) {
             Some(r) => {
                 drop(shard);
                 f(&r);
             }
-            None => ColdTable::entry(&mut shard, id.slot, id.generation)
+            None => ColdTable::entry(&mut shard, id.slot(), id.generation())
                 .subscribers
                 .push(f),
         }
@@ -414,16 +411,16 @@ impl<P> Shared<P> {
     /// Asks for a cancel notice with `tag` when generation `id` ends; the result when it
     /// already has.
     pub(crate) fn notice(&self, id: TimerId, tag: u64) -> Option<EndResult> {
-        let Some(slot) = self.slots.get(id.slot) else {
+        let Some(slot) = self.slots.get(id.slot()) else {
             return Some(Err(Error::StaleHandle));
         };
         // Sequentially consistent, pairing with `publish_end`: see `finish`.
         slot.owner.fetch_or(HAS_COLD, SeqCst);
-        let mut shard = self.cold.lock(id.slot);
+        let mut shard = self.cold.lock(id.slot());
         match self.end_result(id) {
             Some(r) => Some(r),
             None => {
-                ColdTable::entry(&mut shard, id.slot, id.generation)
+                ColdTable::entry(&mut shard, id.slot(), id.generation())
                     .notices
                     .push(tag);
                 None

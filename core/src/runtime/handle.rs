@@ -44,13 +44,13 @@ impl<P: Send + Sync + 'static> Shared<P> {
     /// callback, or the scheduler thread that runs the batch callback)?
     fn waiting_would_deadlock(&self, id: TimerId) -> bool {
         SCHEDULER_OF.with(|s| s.get()) == self.id
-            || CURRENT_CALLBACK.with(|c| c.get()) == (self.id, id.slot, id.generation)
+            || CURRENT_CALLBACK.with(|c| c.get()) == (self.id, id.slot(), id.generation())
     }
 
     /// The generation's slot word, if the slot still holds it.
     fn word_of(&self, id: TimerId) -> Option<u64> {
-        let w = self.slots.get(id.slot)?.word.load(Acquire);
-        (word::generation(w) == id.generation).then_some(w)
+        let w = self.slots.get(id.slot())?.word.load(Acquire);
+        (word::generation(w) == id.generation()).then_some(w)
     }
 
     /// Cancels `id` without waiting. Inline, so that the common case — an idle timer with
@@ -59,7 +59,7 @@ impl<P: Send + Sync + 'static> Shared<P> {
     pub(crate) fn cancel_now(&self, id: TimerId) -> Result<Ended> {
         if !self.is_closed() {
             if let Some(ended) = self.end_quiet_idle(id, EndReason::Cancelled) {
-                return Ok(Ended::Done(self.result_of(id.slot, ended)));
+                return Ok(Ended::Done(self.result_of(id.slot(), ended)));
             }
         }
         self.cancel_now_slow(id)
@@ -105,7 +105,7 @@ impl<P: Send + Sync + 'static> Shared<P> {
     pub(crate) fn cancel_with_notice(&self, id: TimerId, tag: u64) -> Result<Option<EndResult>> {
         if !self.is_closed() {
             if let Some(ended) = self.end_quiet_idle(id, EndReason::Cancelled) {
-                return Ok(Some(self.result_of(id.slot, ended)));
+                return Ok(Some(self.result_of(id.slot(), ended)));
             }
         }
         self.cancel_with_notice_slow(id, tag)
@@ -120,10 +120,10 @@ impl<P: Send + Sync + 'static> Shared<P> {
 
     /// See [`TimerHandle::try_stats`].
     pub(crate) fn timer_stats(&self, id: TimerId) -> Option<TimerStats> {
-        let slot = self.slots.get(id.slot)?;
+        let slot = self.slots.get(id.slot())?;
         let delivered = slot.delivered.load(Relaxed);
         let last = slot.last.load(Relaxed);
-        let failed = self.failures(id.slot, id.generation);
+        let failed = self.failures(id.slot(), id.generation());
         self.word_of(id)?;
         Some(TimerStats {
             delivered,
@@ -146,14 +146,14 @@ impl<P: Send + Sync + 'static> TimerHandle<P> {
 
     /// The owner's id, while the slot still holds this generation.
     pub fn owner_id(&self) -> Option<OwnerId> {
-        let slot = self.rt.slots.get(self.id.slot)?;
+        let slot = self.rt.slots.get(self.id.slot())?;
         let owner = self.rt.owners.entry(slot.owner_index()).id.load(Relaxed);
         self.rt.word_of(self.id).map(|_| owner)
     }
 
     /// The timer's key, while the slot still holds this generation.
     pub fn key(&self) -> Option<TimerKey> {
-        let key = self.rt.slots.get(self.id.slot)?.key.load(Relaxed);
+        let key = self.rt.slots.get(self.id.slot())?.key.load(Relaxed);
         self.rt.word_of(self.id).map(|_| key)
     }
 

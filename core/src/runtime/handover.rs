@@ -51,10 +51,7 @@ impl<P: Clone> Shared<P> {
             payload: unsafe { self.slots.payload(p.slot) }.clone(),
             tick,
             token: word::token(p.slot, handed),
-            timer: TimerId {
-                slot: p.slot,
-                generation: word::generation(handed),
-            },
+            timer: TimerId::new(p.slot, word::generation(handed)),
             owner: owner.id.load(Relaxed),
             key: slot.key.load(Relaxed),
             runtime: self.id,
@@ -71,8 +68,8 @@ impl<P> Shared<P> {
     /// still current and not cancelled, its owner's lease runs, and nobody started it yet.
     /// Marks this thread as running it until it completes it.
     pub(crate) fn start(&self, timer: TimerId, handed: u64) -> Result<()> {
-        let slot = self.slots.get(timer.slot).ok_or(Error::StaleHandle)?;
-        if word::generation(handed) != timer.generation {
+        let slot = self.slots.get(timer.slot()).ok_or(Error::StaleHandle)?;
+        if word::generation(handed) != timer.generation() {
             return Err(Error::StaleHandle);
         }
         let owner = self.owners.entry(slot.owner_index());
@@ -83,16 +80,16 @@ impl<P> Shared<P> {
         if !word::start(&slot.word, handed) {
             return Err(Error::StaleHandle);
         }
-        CURRENT_CALLBACK.with(|c| c.set((self.id, timer.slot, timer.generation)));
+        CURRENT_CALLBACK.with(|c| c.set((self.id, timer.slot(), timer.generation())));
         Ok(())
     }
 
     /// Whether a handed-over record could still start (see [`crate::Runtime::startable`]).
     pub(crate) fn startable(&self, timer: TimerId, handed: u64) -> bool {
-        let Some(slot) = self.slots.get(timer.slot) else {
+        let Some(slot) = self.slots.get(timer.slot()) else {
             return false;
         };
-        if slot.word.load(Acquire) != handed || word::generation(handed) != timer.generation {
+        if slot.word.load(Acquire) != handed || word::generation(handed) != timer.generation() {
             return false;
         }
         let deadline = self.owners.entry(slot.owner_index()).deadline.load(Acquire);

@@ -264,9 +264,9 @@ impl<P: Clone + Send + Sync + 'static> Runtime<P> {
     /// A handle to generation `id`, while its slot holds it (live or ended). A handle whose
     /// slot has moved on gives `Error::StaleHandle`.
     pub fn timer(&self, id: TimerId) -> Result<TimerHandle<P>> {
-        let slot = self.shared.slots.get(id.slot).ok_or(Error::StaleHandle)?;
+        let slot = self.shared.slots.get(id.slot()).ok_or(Error::StaleHandle)?;
         let w = slot.word.load(Ordering::Acquire);
-        if word::phase(w) == word::FREE || word::generation(w) != id.generation {
+        if word::phase(w) == word::FREE || word::generation(w) != id.generation() {
             return Err(Error::StaleHandle);
         }
         Ok(TimerHandle::new(self.shared.clone(), id))

@@ -259,7 +259,7 @@ impl<P: Clone + Send + Sync + 'static> Owner<P> {
     }
 
     /// [`Owner::register`], returning the generation's id instead of a handle: nothing is
-    /// reference-counted, so a host that keeps many timers stores 16 bytes per timer and
+    /// reference-counted, so a host that keeps many timers stores 8 bytes per timer and
     /// cancels by id ([`crate::Runtime::cancel_timer_nowait`], [`crate::Runtime::cancel_timer`]).
     pub fn register_id(
         &self,

@@ -100,10 +100,7 @@ impl<P> Shared<P> {
             let closed = self.closed.load(Relaxed);
             (w, superseded, closed)
         };
-        let id = TimerId {
-            slot: index,
-            generation,
-        };
+        let id = TimerId::new(index, generation);
 
         // A first deadline less than one resolution away (work armed for "now", a short
         // delay) is woken for to the nanosecond: the wheel would hold it until its tick
@@ -221,7 +218,7 @@ impl<P> Shared<P> {
                 self.finish(old, ending, from, false, work);
             }
             if word::phase(published) == word::IDLE {
-                work.arm(id.slot, first_due, published, first_exact);
+                work.arm(id.slot(), first_due, published, first_exact);
             }
             work.tally.add(C::registered, 1);
             if closed {
