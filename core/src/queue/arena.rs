@@ -20,15 +20,6 @@ pub(crate) struct Chunk {
     pub entries: [Entry; CHUNK_ENTRIES],
 }
 
-const EMPTY: Chunk = Chunk {
-    next: NIL,
-    entries: [Entry {
-        due: 0,
-        target: 0,
-        tag: 0,
-    }; CHUNK_ENTRIES],
-};
-
 #[derive(Default)]
 pub(crate) struct Arena {
     segments: Vec<Box<[Chunk; SEGMENT_CHUNKS]>>,
@@ -58,7 +49,7 @@ impl Arena {
         }
         if self.free == NIL {
             let base = (self.segments.len() * SEGMENT_CHUNKS) as u32;
-            self.segments.push(Box::new([EMPTY; SEGMENT_CHUNKS]));
+            self.segments.push(zeroed_segment());
             for i in (0..SEGMENT_CHUNKS as u32).rev() {
                 self.chunk_mut(base + i).next = self.free;
                 self.free = base + i;
@@ -84,6 +75,21 @@ impl Arena {
     #[cfg(test)]
     pub fn capacity_chunks(&self) -> usize {
         self.segments.len() * SEGMENT_CHUNKS
+    }
+}
+
+/// A segment of empty chunks but for their links (set by the caller). Zeroed memory
+/// comes from the allocator without a pass that writes every entry first.
+fn zeroed_segment() -> Box<[Chunk; SEGMENT_CHUNKS]> {
+    let layout = std::alloc::Layout::new::<[Chunk; SEGMENT_CHUNKS]>();
+    // SAFETY: the layout is not zero-sized; every field of a chunk is an integer, so all
+    // zeros is a valid segment, and the box frees it with the layout it was allocated with.
+    unsafe {
+        let p = std::alloc::alloc_zeroed(layout).cast::<[Chunk; SEGMENT_CHUNKS]>();
+        if p.is_null() {
+            std::alloc::handle_alloc_error(layout);
+        }
+        Box::from_raw(p)
     }
 }
 

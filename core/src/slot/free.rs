@@ -50,8 +50,19 @@ pub(super) struct Taken {
     pub index: u32,
     /// Never used before.
     pub fresh: bool,
-    /// The slot the same thread's next `take` returns, when that is known.
-    pub next: Option<u32>,
+    /// The slot the same thread's `take` returns `AHEAD` takes later, when that is known.
+    pub ahead: Option<u32>,
+}
+
+/// How many takes ahead of its use a thread's slot is named (`Taken::ahead`): far enough
+/// that a fetch of its line started now is done when the registration that writes it
+/// comes (a registration is shorter than a miss to memory).
+const AHEAD: usize = 6;
+
+/// The slot `AHEAD` takes from now in a cache's `ready` (taken from its end).
+#[inline]
+fn ahead(ready: &[u32]) -> Option<u32> {
+    ready.len().checked_sub(AHEAD).map(|k| ready[k])
 }
 
 struct Queue {
@@ -138,19 +149,20 @@ impl FreeSlots {
 
     /// A slot for a new generation: the oldest resting free slot of `shard` once enough
     /// rest there, else of another shard (slots are freed by whichever thread ends their
-    /// generation, which need not be a registering one), else a fresh one (`prepare`
-    /// makes its memory exist), else any free slot. Also says whether the slot was never
-    /// used (its memory may not even be mapped yet: the caller should write it before
-    /// reading it, so that the first touch allocates the page directly), and which slot
-    /// this thread's next `take` returns when that is known.
+    /// generation, which need not be a registering one), else a fresh one (`prepare(first,
+    /// end)` makes the memory of fresh slots `first..end` exist, once per batch), else any
+    /// free slot. Also says whether the slot was never used (its memory may not even be
+    /// mapped yet: the caller should write it before reading it, so that the first touch
+    /// allocates the page directly), and which slot this thread takes a few takes later,
+    /// when that is known.
     #[inline]
-    pub fn take(&self, thread: usize, shard: usize, prepare: impl Fn(u32)) -> Result<Taken> {
+    pub fn take(&self, thread: usize, shard: usize, prepare: impl Fn(u32, u32)) -> Result<Taken> {
         if let Some(cache) = self.my_cache(thread) {
             if let Some(index) = cache.ready.pop() {
                 return Ok(Taken {
                     index,
                     fresh: cache.ready_fresh,
-                    next: cache.ready.last().copied(),
+                    ahead: ahead(&cache.ready),
                 });
             }
         }
@@ -159,11 +171,11 @@ impl FreeSlots {
 
     /// [`FreeSlots::take`] when the thread's cache holds nothing ready (or it has none).
     #[cold]
-    fn take_slow(&self, thread: usize, shard: usize, prepare: &impl Fn(u32)) -> Result<Taken> {
+    fn take_slow(&self, thread: usize, shard: usize, prepare: &impl Fn(u32, u32)) -> Result<Taken> {
         let taken = |index, fresh| Taken {
             index,
             fresh,
-            next: None,
+            ahead: None,
         };
         match self.my_cache(thread) {
             Some(cache) => {
@@ -174,7 +186,7 @@ impl FreeSlots {
                 ready.reverse();
                 if let Some(i) = cache.ready.pop() {
                     return Ok(Taken {
-                        next: cache.ready.last().copied(),
+                        ahead: ahead(&cache.ready),
                         ..taken(i, cache.ready_fresh)
                     });
                 }
@@ -206,7 +218,7 @@ impl FreeSlots {
         shard: usize,
         want: usize,
         run: Option<&mut Run>,
-        prepare: &impl Fn(u32),
+        prepare: &impl Fn(u32, u32),
         mut out: impl FnMut(u32),
     ) -> bool {
         let shards = self.queues.len();
@@ -229,10 +241,9 @@ impl FreeSlots {
         let Some((first, end)) = taken else {
             return false;
         };
-        for i in first..end {
-            prepare(i);
-            out(i);
-        }
+        debug_assert!(first < end && end - first <= BATCH as u32);
+        prepare(first, end);
+        (first..end).for_each(out);
         true
     }
 
@@ -323,7 +334,7 @@ mod tests {
                                 for _ in 0..per_round {
                                     let Taken {
                                         index: i, fresh, ..
-                                    } = free.take(thread_index(), t, |_| {}).unwrap();
+                                    } = free.take(thread_index(), t, |_, _| {}).unwrap();
                                     assert!(fresh);
                                     taken.push(i);
                                 }
@@ -357,7 +368,7 @@ mod tests {
     fn a_run_is_never_longer_than_max_run_and_used_slots_come_back_first() {
         let free = FreeSlots::new(1);
         let first: Vec<u32> = (0..3 * MAX_RUN)
-            .map(|_| free.take(thread_index(), 0, |_| {}).unwrap().index)
+            .map(|_| free.take(thread_index(), 0, |_, _| {}).unwrap().index)
             .collect();
         assert_eq!(
             breaks(&first),
@@ -371,7 +382,7 @@ mod tests {
         }
         // (What the cache already holds of its run comes first.)
         let reused = (0..=BATCH)
-            .map(|_| free.take(thread_index(), 0, |_| {}).unwrap())
+            .map(|_| free.take(thread_index(), 0, |_, _| {}).unwrap())
             .find(|t| !t.fresh)
             .map(|t| t.index);
         assert_eq!(reused, Some(first[0]), "the oldest resting slot first");

@@ -170,20 +170,24 @@ impl<P> SlotTable<P> {
     /// thread's number, `shard` its shard.
     #[inline]
     pub fn allocate(&self, thread: usize, shard: usize) -> Result<(u32, bool)> {
-        let taken = self.free.take(thread, shard, |i| {
-            #[cfg(not(spot_loom))]
-            self.slots.ensure_zeroed(i as usize);
-            #[cfg(spot_loom)]
-            self.slots.ensure(i as usize);
-            self.payloads.ensure_zeroed(i as usize);
-            self.failures.ensure_zeroed(i as usize);
-            self.taken.ensure_zeroed(i as usize);
+        let taken = self.free.take(thread, shard, |first, end| {
+            // A run is shorter than a chunk: its first and last slots name every chunk
+            // it reaches.
+            for i in [first, end - 1] {
+                #[cfg(not(spot_loom))]
+                self.slots.ensure_zeroed(i as usize);
+                #[cfg(spot_loom)]
+                self.slots.ensure(i as usize);
+                self.payloads.ensure_zeroed(i as usize);
+                self.failures.ensure_zeroed(i as usize);
+                self.taken.ensure_zeroed(i as usize);
+            }
         })?;
         self.taken_mark(taken.index).store(1, Relaxed);
-        // The next registration on this thread writes that slot's line: fetch it now, so
-        // the miss overlaps this registration instead of stalling the next one.
-        if let Some(next) = taken.next.and_then(|n| self.get(n)) {
-            crate::prefetch::for_write(next);
+        // A later registration on this thread writes that slot's line: fetch it now, so
+        // the miss overlaps the registrations before it instead of stalling that one.
+        if let Some(later) = taken.ahead.and_then(|n| self.get(n)) {
+            crate::prefetch::for_write(later);
         }
         Ok((taken.index, taken.fresh))
     }
