@@ -1,5 +1,6 @@
 //! Cache prefetch hints: asking for a line a little before it is needed, where the next
-//! address is known (the next slot a thread will take, entries a few ahead in a scan).
+//! address is known (a slot a thread will take a few registrations later, entries a few
+//! ahead in a scan).
 
 /// Hints that the line at `p` will be read soon.
 #[inline]
