@@ -171,7 +171,7 @@ impl<P> SlotTable<P> {
     #[inline]
     pub fn allocate(&self, thread: usize, shard: usize) -> Result<(u32, bool)> {
         let taken = self.free.take(thread, shard, |first, end| {
-            // A run is shorter than a chunk: its first and last slots name every chunk
+            // A batch is shorter than a chunk: its first and last slots name every chunk
             // it reaches.
             for i in [first, end - 1] {
                 #[cfg(not(spot_loom))]
