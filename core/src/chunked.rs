@@ -7,10 +7,13 @@
 //! index the array serves (`limit`), a few KiB for the timer table.
 //!
 //! Chunks of types whose all-zero bytes are a valid value are mapped anonymously: their
-//! pages cost memory only once touched, so the resident size follows what is used. Every
-//! chunk but the first is offered huge pages once it spans one (a table that grew past
-//! its first chunk is filled densely); the first stays on small pages, so a runtime with
-//! a handful of timers does not hold a 2 MiB page.
+//! pages cost memory only once touched, so the resident size follows what is used. They
+//! are kept off transparent huge pages (also where the system's setting is `always`): a
+//! huge page is zeroed (and, when memory is fragmented, compacted for) inside one page
+//! fault, which put stalls of 0.2–7 ms into single registrations once per 32,768 new
+//! slots; a helper taking those faults ahead of use would hold up to 2 MiB of unused
+//! slots and still fall behind a thread registering at full speed. Small pages fault in
+//! 4 KiB steps, which `SlotTable::pretouch` takes off the registering threads.
 
 use std::ptr::NonNull;
 use std::sync::atomic::AtomicPtr;
@@ -23,8 +26,6 @@ const CHUNK_BITS: u32 = 16;
 #[cfg(any(miri, spot_loom))]
 const CHUNK_BITS: u32 = 10;
 const CHUNK: usize = 1 << CHUNK_BITS;
-/// Chunks at least this large may get huge pages.
-const HUGE_PAGE: usize = 2 << 20;
 
 /// Types whose all-zero bit pattern is a valid, ready-to-use value.
 ///
@@ -192,7 +193,6 @@ impl<T: Zeroable> ChunkedArray<T> {
     #[inline]
     pub fn ensure_zeroed(&self, index: usize) -> &T {
         debug_assert!(self.backing != Backing::Boxed);
-        let first = index >> CHUNK_BITS == 0;
         self.ensure_with(index, || {
             if std::mem::size_of::<T>() == 0 {
                 // Zero-sized elements need no memory (a dangling pointer is their address).
@@ -211,12 +211,9 @@ impl<T: Zeroable> ChunkedArray<T> {
                 )
             };
             assert!(p != libc::MAP_FAILED, "out of memory mapping {bytes} bytes");
-            if bytes >= HUGE_PAGE && !first {
-                // A table past its first chunk is filled densely: let the kernel back it
-                // with huge pages (a first touch costs one fault per 2 MiB, not per 4 KiB).
-                // SAFETY: advice on the mapping just made; failure is harmless.
-                unsafe { libc::madvise(p, bytes, libc::MADV_HUGEPAGE) };
-            }
+            // SAFETY: advice on the mapping just made; failure is harmless (a kernel
+            // without transparent huge pages).
+            unsafe { libc::madvise(p, bytes, libc::MADV_NOHUGEPAGE) };
             assert!((p as usize).is_multiple_of(std::mem::align_of::<T>()));
             NonNull::new(p.cast()).expect("mmap result")
         })

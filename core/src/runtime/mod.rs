@@ -25,6 +25,9 @@
 //! - **The scheduler thread** owns nothing exclusively: it polls the queue, delivers what
 //!   is due, ends expired leases and calls the batch callback. Nobody waits for it except
 //!   `sync`/`advance`.
+//! - **The pretouch helper** (`pretouch`), started once the slot table grows past its
+//!   first chunk, only faults in the pages of slots not handed out yet, by writes that
+//!   change nothing; no registration waits for it.
 //! - **Release hooks** run on the thread that ends the generation: the canceller, the
 //!   registering thread (superseding an idle timer), the revoking thread, the host thread
 //!   completing the last record of an ending timer, the scheduler (lease expiry), or the
@@ -37,6 +40,7 @@ mod exchange;
 mod handle;
 mod handover;
 mod owner_api;
+mod pretouch;
 mod ready;
 mod register;
 mod scheduler;
@@ -147,7 +151,7 @@ impl<P: Clone + Send + Sync + 'static> Runtime<P> {
             Sink::Exchange => (false, None),
             Sink::Callback(cb) => (true, Some(cb)),
         };
-        let shared = Arc::new(Shared {
+        let shared = Arc::new_cyclic(|me| Shared {
             id: NEXT_RUNTIME_ID.fetch_add(1, Ordering::Relaxed),
             manual,
             resolution,
@@ -165,6 +169,8 @@ impl<P: Clone + Send + Sync + 'static> Runtime<P> {
             gate_freed: Default::default(),
             release_payload: config.release,
             release_needed: config.release_needed,
+            pretouch: Default::default(),
+            me: me.clone(),
         });
         let scheduler = Scheduler::new(shared.clone(), callback);
         let thread = std::thread::Builder::new()
@@ -500,6 +506,7 @@ fn close<P: Send + Sync + 'static>(shared: &Shared<P>, thread: &Mutex<Option<Joi
     drop(shared.owners.ids.write());
     shared.owners.for_each(|entry| drop(entry.book.lock()));
     shared.scheduler.wake();
+    shared.pretouch.stop();
     if let Some(h) = thread.lock().take() {
         if SCHEDULER_OF.with(|s| s.get()) != shared.id {
             let _ = h.join();

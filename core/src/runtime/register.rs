@@ -18,7 +18,7 @@ use crate::slot::{EXACT, HAS_COLD, HAS_RELEASE};
 use crate::spec::{TimerId, TimerKey, TimerSpec};
 use crate::stats::C;
 
-impl<P> Shared<P> {
+impl<P: Send + Sync + 'static> Shared<P> {
     /// Registers (owner, key) for authority `epoch` of the owner at `owner_index`. An
     /// existing generation of the key is superseded (T1); if its callback is running, the
     /// new one waits for it (T3). What few registrations need (a hook, a cold entry left
@@ -41,7 +41,9 @@ impl<P> Shared<P> {
         // (The authority is checked under the owner's lock below: a registration that
         // lost it gives its slot back unpublished.)
         let here = self.here();
-        let (index, fresh) = self.slots.allocate(here.thread, here.shard)?;
+        let (index, fresh) = self.slots.allocate(here.thread, here.shard, |end| {
+            self.pretouch.request(&self.me, end)
+        })?;
         let slot = self.slots.slot(index);
         // A fresh slot is not read before it is written: its page may not exist yet, and a
         // read would map the shared zero page only to have the write replace it (a TLB

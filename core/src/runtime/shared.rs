@@ -116,6 +116,10 @@ pub(crate) struct Shared<P> {
     pub release_payload: Option<crate::cold::PayloadRelease<P>>,
     /// See `RuntimeConfig::release_needed`.
     pub release_needed: Option<fn(&P) -> bool>,
+    /// Makes slot memory ahead of the registrations (see `pretouch`).
+    pub pretouch: super::pretouch::Pretouch,
+    /// This runtime, for what starts a thread that holds it (the pretouch helper).
+    pub me: std::sync::Weak<Shared<P>>,
 }
 
 impl<P> Shared<P> {

@@ -4,9 +4,9 @@
 //! one lock per `BATCH` registrations or ends instead of one per operation.
 //!
 //! Never-used slots are handed to a cached thread in runs of consecutive indices that
-//! double with its use, from `BATCH` up to `MAX_RUN` (one huge page of slot lines). Two
-//! threads registering at once then fill different pages: with batches interleaved in
-//! one page, each first touch of a fresh huge page stalled both threads. A thread's
+//! double with its use, from `BATCH` up to `MAX_RUN` (2 MiB of slot lines). Two threads
+//! registering at once then fill different pages: with batches interleaved in one page,
+//! both threads met in the first-touch fault of every fresh page. A thread's
 //! unused rest of a run is at most `BATCH` more than it already used, and at most `MAX_RUN`.
 //!
 //! Ground rules:

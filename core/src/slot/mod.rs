@@ -41,6 +41,14 @@ use free::FreeSlots;
 /// Most timer slots a runtime can hold (16 Mi).
 pub const MAX_TIMERS: u32 = 1 << 24;
 
+/// A table with more slots than this is growing densely; below it, the few page faults
+/// of its first slots are taken by the registrations themselves (and no helper runs).
+const PRETOUCH_FROM: u32 = 1 << 16;
+/// Slots whose memory is asked for at once, ahead of use (512 KiB of slot lines): a
+/// window is asked for when registrations reach the one before it, so the memory made
+/// ahead of use stays below two windows.
+pub(crate) const PRETOUCH_WINDOW: u32 = 1 << 13;
+
 /// `Slot::owner`: the owner's index in the owner table (low 24 bits) ...
 pub(crate) const OWNER_INDEX_MASK: u32 = (1 << 24) - 1;
 /// ... and flags of the generation: the cold table holds an entry for it,
@@ -130,6 +138,14 @@ pub(crate) struct SlotTable<P> {
     /// 1 while a slot is taken (see the module documentation), else 0.
     taken: ChunkedArray<std::sync::atomic::AtomicU8>,
     free: FreeSlots,
+    /// The highest `end` passed to an `allocate` caller's `ahead`.
+    pretouch_asked: StdAtomicU32,
+}
+
+/// Writes the page of `cell` without changing it (see `SlotTable::pretouch`).
+#[inline]
+fn touch(cell: &std::sync::atomic::AtomicU64) {
+    let _ = cell.compare_exchange(0, 0, Relaxed, Relaxed);
 }
 
 impl<P> SlotTable<P> {
@@ -143,6 +159,7 @@ impl<P> SlotTable<P> {
             failures: ChunkedArray::zeroed(MAX_TIMERS as usize),
             taken: ChunkedArray::zeroed(MAX_TIMERS as usize),
             free: FreeSlots::new(shards),
+            pretouch_asked: StdAtomicU32::new(0),
         }
     }
 
@@ -168,8 +185,18 @@ impl<P> SlotTable<P> {
     /// oldest first, so an ended generation's result stays readable for a while. True
     /// with a slot never used before (write it before reading it). `thread` is the calling
     /// thread's number, `shard` its shard.
+    ///
+    /// Once the table has grown past `PRETOUCH_FROM` slots, `ahead(end)` is called (once
+    /// per `PRETOUCH_WINDOW` new slots, from inside this call) to ask that the slot lines
+    /// below `end` be made to exist ahead of use: the caller hands that to whoever runs
+    /// [`SlotTable::pretouch`], off the registering threads.
     #[inline]
-    pub fn allocate(&self, thread: usize, shard: usize) -> Result<(u32, bool)> {
+    pub fn allocate(
+        &self,
+        thread: usize,
+        shard: usize,
+        ahead: impl Fn(u32),
+    ) -> Result<(u32, bool)> {
         let taken = self.free.take(thread, shard, |first, end| {
             // A batch is shorter than a chunk: its first and last slots name every chunk
             // it reaches.
@@ -181,6 +208,15 @@ impl<P> SlotTable<P> {
                 self.payloads.ensure_zeroed(i as usize);
                 self.failures.ensure_zeroed(i as usize);
                 self.taken.ensure_zeroed(i as usize);
+            }
+            if end > PRETOUCH_FROM {
+                // The window after the one this batch reaches into, whole.
+                let want = ((end / PRETOUCH_WINDOW + 2) * PRETOUCH_WINDOW).min(MAX_TIMERS);
+                if self.pretouch_asked.load(Relaxed) < want
+                    && self.pretouch_asked.fetch_max(want, Relaxed) < want
+                {
+                    ahead(want);
+                }
             }
         })?;
         self.taken_mark(taken.index).store(1, Relaxed);
@@ -253,6 +289,25 @@ impl<P> SlotTable<P> {
             .expect("slot index handed out by this table")
     }
 
+    /// Makes the memory of slots `first..end` exist (mapping their chunks and faulting in
+    /// their pages) without changing any slot: each page is faulted by a compare-and-swap
+    /// of one slot's key from 0 to 0, which changes nothing whatever a thread using that
+    /// slot does meanwhile. (Not `fetch_or(0)`: the compiler may turn an idempotent
+    /// read-modify-write into a load, and a load of an untouched page maps the shared
+    /// zero page instead of making one.) Any thread may call it.
+    pub fn pretouch(&self, first: u32, end: u32) {
+        let per_page = (4096 / std::mem::size_of::<Slot>()).max(1) as u32;
+        let end = end.min(MAX_TIMERS);
+        let mut i = first - first % per_page;
+        while i < end {
+            #[cfg(not(spot_loom))]
+            touch(&self.slots.ensure_zeroed(i as usize).key);
+            #[cfg(spot_loom)]
+            touch(&self.slots.ensure(i as usize).key);
+            i += per_page;
+        }
+    }
+
     /// Visits every slot ever handed out.
     pub fn for_each(&self, mut f: impl FnMut(u32, &Slot)) {
         let high = self.high_water() as usize;
@@ -279,5 +334,74 @@ impl<P> SlotTable<P> {
     /// it is not.
     pub unsafe fn drop_payload(&self, index: u32) {
         (*self.payload_cell(index).0.get()).assume_init_drop();
+    }
+}
+
+#[cfg(all(test, not(any(miri, spot_loom))))]
+mod tests {
+    use super::*;
+
+    /// Anonymous memory (KiB) the kernel made for the mapping that holds `slot`: pages
+    /// written at least once, not those a read mapped to the shared zero page.
+    fn anonymous_kib(slot: &Slot) -> u64 {
+        let at = slot as *const Slot as u64;
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let mut inside = false;
+        for line in smaps.lines() {
+            if let Some((range, _)) = line.split_once(' ') {
+                if let Some((a, b)) = range.split_once('-') {
+                    if let (Ok(a), Ok(b)) = (u64::from_str_radix(a, 16), u64::from_str_radix(b, 16))
+                    {
+                        inside = (a..b).contains(&at);
+                        continue;
+                    }
+                }
+            }
+            if inside {
+                if let Some(kib) = line.strip_prefix("Anonymous:") {
+                    return kib.trim().trim_end_matches(" kB").trim().parse().unwrap();
+                }
+            }
+        }
+        panic!("no mapping holds {at:#x}")
+    }
+
+    #[test]
+    fn pretouch_makes_pages_exist_and_changes_no_slot() {
+        let table = SlotTable::<u32>::new(1);
+        let (index, fresh) = table.allocate(0, 0, |_| {}).unwrap();
+        assert!(fresh);
+        table.slot(index).key.store(0xfeed, Relaxed);
+        // A range two chunks on, which nothing touched yet: 256 slots, four pages.
+        let (first, end) = (1 << 17, (1 << 17) + 256);
+        table.pretouch(first, first + 1); // maps the chunk, makes its first page
+        let before = anonymous_kib(table.slot(first));
+        table.pretouch(first, end);
+        assert_eq!(
+            anonymous_kib(table.slot(first)) - before,
+            12,
+            "three more pages made"
+        );
+        // The page of the slot in use.
+        table.pretouch(index, index + 1);
+        assert_eq!(table.slot(index).key.load(Relaxed), 0xfeed, "contents kept");
+        assert_eq!(table.slot(first).key.load(Relaxed), 0);
+        assert_eq!(table.slot(first).word.load(Relaxed), word::FREE);
+    }
+
+    #[test]
+    fn ahead_is_asked_once_per_window_past_the_first_chunk() {
+        let table = SlotTable::<u32>::new(1);
+        let asked = std::cell::RefCell::new(Vec::new());
+        for _ in 0..(PRETOUCH_FROM + 3 * PRETOUCH_WINDOW) {
+            table
+                .allocate(0, 0, |end| asked.borrow_mut().push(end))
+                .unwrap();
+        }
+        let asked = asked.into_inner();
+        // The first batch past PRETOUCH_FROM reaches into window 8 (of 8,192 slots): it
+        // asks for the end of window 9; then one request per window.
+        let w = PRETOUCH_WINDOW;
+        assert_eq!(asked, [10 * w, 11 * w, 12 * w, 13 * w], "{asked:?}");
     }
 }
