@@ -5,6 +5,7 @@
 //!
 //! ```text
 //! spot-bench-rust w1 <system> <n>                      arm + cancel churn
+//! spot-bench-rust w1tail <system> <n>                  W1's arms timed one by one
 //! spot-bench-rust w2 <system> <n> <seconds> <period_ms> periodic expiry (also W3 lateness)
 //! spot-bench-rust w4 <system> <n>                      RSS per live timer
 //! spot-bench-rust w6 <system> <n> <threads>            registration from 1..k threads
@@ -166,8 +167,9 @@ fn armed_sleep(d: Duration) -> Pin<Box<tokio::time::Sleep>> {
 // ---------------------------------------------------------------- W1 churn
 
 /// Arms `n` timers with random deadlines, then cancels all of them. Returns
-/// (arm ns, cancel ns, allocations during arm, during cancel).
-fn w1_once(system: &str, n: usize, seed: u64) -> (f64, f64, u64, u64) {
+/// (arm ns, cancel ns, allocations during arm, during cancel, process CPU ns of the round's
+/// arm and cancel, every thread).
+fn w1_once(system: &str, n: usize, seed: u64) -> (f64, f64, u64, u64, f64) {
     let mut rng = Rng(seed | 1);
     let dl: Vec<Duration> = (0..n).map(|_| rng.deadline()).collect();
     match system {
@@ -180,14 +182,18 @@ fn w1_once(system: &str, n: usize, seed: u64) -> (f64, f64, u64, u64) {
             rt.sync().unwrap();
             let mut ids: Vec<TimerId> = Vec::with_capacity(n);
             let rounds = if system == "spot" { 1 } else { 2 };
-            let mut out = (0.0, 0.0, 0, 0);
+            let mut out = (0.0, 0.0, 0, 0, 0.0);
             for _ in 0..rounds {
                 ids.clear();
                 let a0 = allocs();
+                let c0 = cpu_s();
                 let t0 = Instant::now();
                 for (i, d) in dl.iter().enumerate() {
                     let o = &owners[i / PER_OWNER];
-                    ids.push(o.register_id(i as u64, TimerSpec::after(*d), 0, None).unwrap());
+                    ids.push(
+                        o.register_id(i as u64, TimerSpec::after(*d), 0, None)
+                            .unwrap(),
+                    );
                 }
                 rt.sync().unwrap(); // whatever the scheduler does for them, counted too
                 let arm = t0.elapsed();
@@ -199,8 +205,9 @@ fn w1_once(system: &str, n: usize, seed: u64) -> (f64, f64, u64, u64) {
                 // The scheduler's share: its turn drops the cancelled entries from the queue.
                 rt.sync().unwrap();
                 let cancel = t1.elapsed();
+                let cpu = (cpu_s() - c0) * 1e9 / n as f64;
                 let a2 = allocs();
-                out = (ns(arm, n), ns(cancel, n), a1 - a0, a2 - a1);
+                out = (ns(arm, n), ns(cancel, n), a1 - a0, a2 - a1, cpu);
             }
             rt.close();
             out
@@ -212,6 +219,7 @@ fn w1_once(system: &str, n: usize, seed: u64) -> (f64, f64, u64, u64) {
             rt.sync().unwrap();
             let mut hs: Vec<TimerHandle<u32>> = Vec::with_capacity(n);
             let a0 = allocs();
+            let c0 = cpu_s();
             let t0 = Instant::now();
             for (i, d) in dl.iter().enumerate() {
                 let o = &owners[i / PER_OWNER];
@@ -226,10 +234,11 @@ fn w1_once(system: &str, n: usize, seed: u64) -> (f64, f64, u64, u64) {
             }
             rt.sync().unwrap();
             let cancel = t1.elapsed();
+            let cpu = (cpu_s() - c0) * 1e9 / n as f64;
             let a2 = allocs();
             drop(hs);
             rt.close();
-            (ns(arm, n), ns(cancel, n), a1 - a0, a2 - a1)
+            (ns(arm, n), ns(cancel, n), a1 - a0, a2 - a1, cpu)
         }
         "tokio-delayqueue" | "tokio-delayqueue-steady" => {
             let trt = tokio_ct();
@@ -237,10 +246,11 @@ fn w1_once(system: &str, n: usize, seed: u64) -> (f64, f64, u64, u64) {
             trt.block_on(async {
                 let mut dq: DelayQueue<u32> = DelayQueue::new();
                 let mut keys = Vec::with_capacity(n);
-                let mut out = (0.0, 0.0, 0, 0);
+                let mut out = (0.0, 0.0, 0, 0, 0.0);
                 for _ in 0..rounds {
                     keys.clear();
                     let a0 = allocs();
+                    let c0 = cpu_s();
                     let t0 = Instant::now();
                     for (i, d) in dl.iter().enumerate() {
                         keys.push(dq.insert(i as u32, *d));
@@ -252,8 +262,9 @@ fn w1_once(system: &str, n: usize, seed: u64) -> (f64, f64, u64, u64) {
                         std::hint::black_box(dq.remove(k));
                     }
                     let cancel = t1.elapsed();
+                    let cpu = (cpu_s() - c0) * 1e9 / n as f64;
                     let a2 = allocs();
-                    out = (ns(arm, n), ns(cancel, n), a1 - a0, a2 - a1);
+                    out = (ns(arm, n), ns(cancel, n), a1 - a0, a2 - a1, cpu);
                 }
                 out
             })
@@ -263,6 +274,7 @@ fn w1_once(system: &str, n: usize, seed: u64) -> (f64, f64, u64, u64) {
             let _g = trt.enter();
             let mut ss = Vec::with_capacity(n);
             let a0 = allocs();
+            let c0 = cpu_s();
             let t0 = Instant::now();
             for d in &dl {
                 ss.push(armed_sleep(*d));
@@ -272,8 +284,9 @@ fn w1_once(system: &str, n: usize, seed: u64) -> (f64, f64, u64, u64) {
             let t1 = Instant::now();
             ss.clear(); // dropping a Sleep removes it from the timer wheel
             let cancel = t1.elapsed();
+            let cpu = (cpu_s() - c0) * 1e9 / n as f64;
             let a2 = allocs();
-            (ns(arm, n), ns(cancel, n), a1 - a0, a2 - a1)
+            (ns(arm, n), ns(cancel, n), a1 - a0, a2 - a1, cpu)
         }
         s => panic!("w1: unknown system {s}"),
     }
@@ -295,12 +308,63 @@ fn ns(d: Duration, n: usize) -> f64 {
 fn w1(system: &str, n: usize) {
     // warm-up: a smaller round in the same process
     w1_once(system, n.min(20_000), 7);
-    let (arm, cancel, aa, ac) = w1_once(system, n, 12345);
+    let (arm, cancel, aa, ac, cpu) = w1_once(system, n, 12345);
     println!(
-        "{{\"arm_ns\":{arm:.2},\"cancel_ns\":{cancel:.2},\"arm_cancel_ns\":{:.2},\"allocs_per_arm\":{:.4},\"allocs_per_cancel\":{:.4}}}",
+        "{{\"arm_ns\":{arm:.2},\"cancel_ns\":{cancel:.2},\"arm_cancel_ns\":{:.2},\"cpu_ns_per_arm_cancel\":{cpu:.2},\"allocs_per_arm\":{:.4},\"allocs_per_cancel\":{:.4}}}",
         arm + cancel,
         aa as f64 / n as f64,
         ac as f64 / n as f64
+    );
+}
+
+/// W1-tail: a first round of W1's arms, each timed on its own: how long the slowest
+/// registrations take (a fault or a table's growth lands in one of them).
+fn w1_tail(system: &str, n: usize) {
+    let mut rng = Rng(12345);
+    let dl: Vec<Duration> = (0..n).map(|_| rng.deadline()).collect();
+    let mut lat: Vec<u64> = Vec::with_capacity(n);
+    match system {
+        "spot" => {
+            let rt = spot_runtime();
+            let owners = spot_owners(&rt, n, 1);
+            rt.sync().unwrap();
+            let mut ids: Vec<TimerId> = Vec::with_capacity(n);
+            for (i, d) in dl.iter().enumerate() {
+                let o = &owners[i / PER_OWNER];
+                let t = Instant::now();
+                ids.push(
+                    o.register_id(i as u64, TimerSpec::after(*d), 0, None)
+                        .unwrap(),
+                );
+                lat.push(t.elapsed().as_nanos() as u64);
+            }
+            rt.close();
+        }
+        "tokio-delayqueue" => {
+            let trt = tokio_ct();
+            trt.block_on(async {
+                let mut dq: DelayQueue<u32> = DelayQueue::new();
+                let mut keys = Vec::with_capacity(n);
+                for (i, d) in dl.iter().enumerate() {
+                    let t = Instant::now();
+                    keys.push(dq.insert(i as u32, *d));
+                    lat.push(t.elapsed().as_nanos() as u64);
+                }
+            });
+        }
+        s => panic!("w1tail: unknown system {s}"),
+    }
+    let stalled: u64 = lat.iter().filter(|&&x| x > 10_000).sum();
+    let over_100us = lat.iter().filter(|&&x| x > 100_000).count();
+    lat.sort_unstable();
+    let q = |p: f64| lat[((n as f64 * p) as usize).min(n - 1)];
+    println!(
+        "{{\"arm_p50_ns\":{},\"arm_p99_ns\":{},\"arm_p9999_ns\":{},\"arm_max_us\":{:.1},\"arms_over_100us\":{over_100us},\"stalled_ns_per_arm\":{:.2}}}",
+        q(0.5),
+        q(0.99),
+        q(0.9999),
+        lat[n - 1] as f64 / 1e3,
+        stalled as f64 / n as f64
     );
 }
 
@@ -346,8 +410,8 @@ fn w2(system: &str, n: usize, seconds: f64, period_ms: u64, opts: W2Opts) {
                 Instant::now() + Duration::from_millis(200) + Duration::from_micros(5 * n as u64);
             let mut hs = Vec::with_capacity(n);
             for i in 0..n {
-                let first = (start + opts.offset(i, n, period))
-                    .saturating_duration_since(Instant::now());
+                let first =
+                    (start + opts.offset(i, n, period)).saturating_duration_since(Instant::now());
                 let spec = TimerSpec::every(period).first_due(first);
                 hs.push(
                     owners[i / PER_OWNER]
@@ -703,13 +767,20 @@ fn main() {
                 spread: a.get(6).is_some_and(|p| p == "spread"),
                 noop: a.get(7).is_some_and(|h| h == "noop"),
             };
-            w2(&a[2], num(3), a[4].parse().unwrap(), a[5].parse().unwrap(), opts)
+            w2(
+                &a[2],
+                num(3),
+                a[4].parse().unwrap(),
+                a[5].parse().unwrap(),
+                opts,
+            )
         }
+        Some("w1tail") => w1_tail(&a[2], num(3)),
         Some("w4") => w4(&a[2], num(3)),
         Some("w6") => w6(&a[2], num(3), num(4)),
         _ => {
             eprintln!(
-                "usage: spot-bench-rust w1|w2|w4|w6 <system> <n> [...]\n       \
+                "usage: spot-bench-rust w1|w1tail|w2|w4|w6 <system> <n> [...]\n       \
                  w2 <system> <n> <seconds> <period_ms> [same|spread] [latency|noop]"
             );
             std::process::exit(2);
