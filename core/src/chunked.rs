@@ -189,6 +189,42 @@ impl<T: Zeroable> ChunkedArray<T> {
         a
     }
 
+    /// Faults in the pages of elements `first..end` (mapping their chunks) without
+    /// writing them: `MADV_POPULATE_WRITE` makes each missing page as a write fault would
+    /// and leaves present pages and every byte as they are, so other threads may use the
+    /// elements meanwhile. False where the kernel does not know that advice (before Linux
+    /// 5.14): then nothing was faulted in.
+    pub fn populate(&self, first: usize, end: usize) -> bool {
+        let size = std::mem::size_of::<T>();
+        if size == 0 || first >= end {
+            return true;
+        }
+        // SAFETY: sysconf has no preconditions.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(1) as usize;
+        let mut i = first;
+        while i < end {
+            // One chunk at a time: chunks are separate mappings.
+            let stop = end.min(((i >> CHUNK_BITS) + 1) << CHUNK_BITS);
+            let from = self.ensure_zeroed(i) as *const T as usize;
+            let to = self.ensure_zeroed(stop - 1) as *const T as usize + size;
+            let from = from - from % page;
+            // SAFETY: advice on part of a chunk this array mapped (the chunk starts on a
+            // page, so the aligned-down start is still inside it); it changes no byte.
+            let r = unsafe {
+                libc::madvise(
+                    from as *mut libc::c_void,
+                    to - from,
+                    libc::MADV_POPULATE_WRITE,
+                )
+            };
+            if r != 0 {
+                return false;
+            }
+            i = stop;
+        }
+        true
+    }
+
     /// The element at `index`, mapping its chunk (zeroed, untouched pages) if needed.
     #[inline]
     pub fn ensure_zeroed(&self, index: usize) -> &T {

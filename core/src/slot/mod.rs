@@ -289,21 +289,45 @@ impl<P> SlotTable<P> {
             .expect("slot index handed out by this table")
     }
 
-    /// Makes the memory of slots `first..end` exist (mapping their chunks and faulting in
-    /// their pages) without changing any slot: each page is faulted by a compare-and-swap
-    /// of one slot's key from 0 to 0, which changes nothing whatever a thread using that
-    /// slot does meanwhile. (Not `fetch_or(0)`: the compiler may turn an idempotent
-    /// read-modify-write into a load, and a load of an untouched page maps the shared
-    /// zero page instead of making one.) Any thread may call it.
+    /// Makes the memory of slots `first..end` exist — their slot lines, payload cells and
+    /// taken marks — without changing any of them, so that the registrations that reach
+    /// them find their pages there. Any thread may call it, while others use those slots.
     pub fn pretouch(&self, first: u32, end: u32) {
-        let per_page = (4096 / std::mem::size_of::<Slot>()).max(1) as u32;
-        let end = end.min(MAX_TIMERS);
+        let (first, end) = (first as usize, end.min(MAX_TIMERS) as usize);
+        #[cfg(not(spot_loom))]
+        let made = self.slots.populate(first, end);
+        #[cfg(spot_loom)]
+        let made = false;
+        if !made {
+            self.touch_slot_pages(first, end);
+        }
+        // Without the kernel's help these stay to the registrations (a page per 1,024
+        // payloads of 4 bytes, or 4,096 marks): they are not atomics to touch as below.
+        self.payloads.populate(first, end);
+        self.taken.populate(first, end);
+    }
+
+    /// Maps the chunks of slot `index` (slot line, payload, mark) without touching a page.
+    #[cfg(all(test, not(spot_loom)))]
+    fn ensure_chunks(&self, index: u32) {
+        self.slots.ensure_zeroed(index as usize);
+        self.payloads.ensure_zeroed(index as usize);
+        self.taken.ensure_zeroed(index as usize);
+    }
+
+    /// `pretouch`'s slot lines where the kernel cannot populate pages: each page is
+    /// faulted by a compare-and-swap of one slot's key from 0 to 0, which changes nothing
+    /// whatever a thread using that slot does meanwhile. (Not `fetch_or(0)`: the compiler
+    /// may turn an idempotent read-modify-write into a load, and a load of an untouched
+    /// page maps the shared zero page instead of making one.)
+    fn touch_slot_pages(&self, first: usize, end: usize) {
+        let per_page = (4096 / std::mem::size_of::<Slot>()).max(1);
         let mut i = first - first % per_page;
         while i < end {
             #[cfg(not(spot_loom))]
-            touch(&self.slots.ensure_zeroed(i as usize).key);
+            touch(&self.slots.ensure_zeroed(i).key);
             #[cfg(spot_loom)]
-            touch(&self.slots.ensure(i as usize).key);
+            touch(&self.slots.ensure(i).key);
             i += per_page;
         }
     }
@@ -341,29 +365,29 @@ impl<P> SlotTable<P> {
 mod tests {
     use super::*;
 
-    /// Anonymous memory (KiB) the kernel made for the mapping that holds `slot`: pages
-    /// written at least once, not those a read mapped to the shared zero page.
-    fn anonymous_kib(slot: &Slot) -> u64 {
-        let at = slot as *const Slot as u64;
-        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
-        let mut inside = false;
-        for line in smaps.lines() {
-            if let Some((range, _)) = line.split_once(' ') {
-                if let Some((a, b)) = range.split_once('-') {
-                    if let (Ok(a), Ok(b)) = (u64::from_str_radix(a, 16), u64::from_str_radix(b, 16))
-                    {
-                        inside = (a..b).contains(&at);
-                        continue;
-                    }
-                }
-            }
-            if inside {
-                if let Some(kib) = line.strip_prefix("Anonymous:") {
-                    return kib.trim().trim_end_matches(" kB").trim().parse().unwrap();
-                }
-            }
-        }
-        panic!("no mapping holds {at:#x}")
+    /// How many of the 4 KiB pages of `bytes` bytes from `at` the kernel made for this
+    /// process (`/proc/self/pagemap`: present and mapped here alone) — not those a read
+    /// mapped to the shared zero page, nor those never touched.
+    fn pages_made(at: *const u8, bytes: usize) -> usize {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut map = std::fs::File::open("/proc/self/pagemap").unwrap();
+        let (first, end) = (at as u64 / 4096, (at as u64 + bytes as u64).div_ceil(4096));
+        (first..end)
+            .filter(|page| {
+                let mut entry = [0u8; 8];
+                map.seek(SeekFrom::Start(page * 8)).unwrap();
+                map.read_exact(&mut entry).unwrap();
+                let e = u64::from_le_bytes(entry);
+                e >> 63 == 1 && (e >> 56) & 1 == 1
+            })
+            .count()
+    }
+
+    fn slot_pages_made(table: &SlotTable<u32>, first: u32, end: u32) -> usize {
+        pages_made(
+            table.slot(first) as *const Slot as *const u8,
+            (end - first) as usize * 64,
+        )
     }
 
     #[test]
@@ -372,21 +396,38 @@ mod tests {
         let (index, fresh) = table.allocate(0, 0, |_| {}).unwrap();
         assert!(fresh);
         table.slot(index).key.store(0xfeed, Relaxed);
-        // A range two chunks on, which nothing touched yet: 256 slots, four pages.
-        let (first, end) = (1 << 17, (1 << 17) + 256);
-        table.pretouch(first, first + 1); // maps the chunk, makes its first page
-        let before = anonymous_kib(table.slot(first));
+        // 8,192 slots two chunks on, which nothing touched yet: 128 pages of slot lines,
+        // 8 of payload cells (4 bytes), 2 of taken marks.
+        let (first, end) = (1 << 17, (1 << 17) + 8192);
+        table.ensure_chunks(first);
+        assert_eq!(slot_pages_made(&table, first, end), 0);
         table.pretouch(first, end);
+        assert_eq!(slot_pages_made(&table, first, end), 128, "every slot page");
+        let payloads = table.payload_cell(first) as *const _ as *const u8;
+        assert_eq!(pages_made(payloads, 8192 * 4), 8, "every payload page");
+        let marks = table.taken_mark(first) as *const _ as *const u8;
+        assert_eq!(pages_made(marks, 8192), 2, "every page of marks");
         assert_eq!(
-            anonymous_kib(table.slot(first)) - before,
-            12,
-            "three more pages made"
+            slot_pages_made(&table, end, end + 64),
+            0,
+            "nothing past the range"
         );
         // The page of the slot in use.
         table.pretouch(index, index + 1);
         assert_eq!(table.slot(index).key.load(Relaxed), 0xfeed, "contents kept");
         assert_eq!(table.slot(first).key.load(Relaxed), 0);
         assert_eq!(table.slot(first).word.load(Relaxed), word::FREE);
+    }
+
+    #[test]
+    fn touching_slot_pages_without_the_kernel_makes_them_too() {
+        let table = SlotTable::<u32>::new(1);
+        let (first, end) = (1 << 17, (1 << 17) + 256);
+        table.ensure_chunks(first);
+        table.touch_slot_pages(first as usize, end as usize);
+        assert_eq!(slot_pages_made(&table, first, end), 4);
+        assert_eq!(slot_pages_made(&table, end, end + 64), 0);
+        assert_eq!(table.slot(first + 64).key.load(Relaxed), 0);
     }
 
     #[test]
