@@ -248,8 +248,11 @@ impl<T: Zeroable> ChunkedArray<T> {
             };
             assert!(p != libc::MAP_FAILED, "out of memory mapping {bytes} bytes");
             // SAFETY: advice on the mapping just made; failure is harmless (a kernel
-            // without transparent huge pages).
-            unsafe { libc::madvise(p, bytes, libc::MADV_NOHUGEPAGE) };
+            // without transparent huge pages). Miri does not model madvise.
+            #[cfg(not(miri))]
+            unsafe {
+                libc::madvise(p, bytes, libc::MADV_NOHUGEPAGE)
+            };
             assert!((p as usize).is_multiple_of(std::mem::align_of::<T>()));
             NonNull::new(p.cast()).expect("mmap result")
         })
