@@ -1,5 +1,6 @@
-# loom models of the core's cross-thread protocols (core/src/table.rs, core/src/owner.rs),
-# run on the real code with the protocol atomics swapped for loom's (core/src/sync.rs).
+# loom models of the core's cross-thread protocols (the `loom_models` modules of
+# core/src/slot/word.rs, slot/succession.rs, owner/mod.rs and owner/gate.rs), run on the
+# real code with the protocol atomics swapped for loom's (core/src/sync.rs).
 # Own target dir: the cfg changes every crate's build.
 LOOM_TARGET := $(ROOT)/target/loom
 

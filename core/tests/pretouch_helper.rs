@@ -1,5 +1,5 @@
 //! The slot-memory helper seen from outside: a runtime whose table grows past its first
-//! 65,536 slots has one `spot-timer-pretouch` thread, a smaller one has none, and closing
+//! 16,384 slots has one `spot-timer-pretouch` thread, a smaller one has none, and closing
 //! the runtime ends it. (One test in this binary: the helpers of other tests' runtimes
 //! would be counted too.)
 
@@ -36,9 +36,9 @@ fn register(rt: &Runtime, owner_id: u64, timers: u64) {
 #[test]
 fn one_helper_past_the_first_chunk_none_before_and_none_after_close() {
     let rt: Runtime = Runtime::new(RuntimeConfig::default()).unwrap();
-    register(&rt, 1, 60_000);
-    assert_eq!(helpers(), 0, "60,000 timers: no helper");
-    register(&rt, 2, 40_000);
+    register(&rt, 1, 15_000);
+    assert_eq!(helpers(), 0, "15,000 timers: no helper");
+    register(&rt, 2, 85_000);
     assert_eq!(helpers(), 1, "100,000 timers: one helper");
     register(&rt, 3, 200_000);
     assert_eq!(helpers(), 1, "300,000 timers: still one");

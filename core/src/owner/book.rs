@@ -15,6 +15,8 @@ use std::collections::VecDeque;
 
 use hashbrown::HashTable;
 
+use super::key_sizes::KeyTableSizes;
+
 /// `one` when no key is inline (slot indexes stay below `MAX_TIMERS`).
 const NO_SLOT: u32 = u32::MAX;
 /// The `live` bit of a released owner.
@@ -57,7 +59,8 @@ impl OwnerBook {
     }
 
     /// Maps the key of slot `index` (hash `hash`; `same_key(s)`: slot `s` holds the same
-    /// key) to `index`. Returns the slot it named before, if any.
+    /// key) to `index`. Returns the slot it named before, if any. A table that must grow
+    /// grows to the room `sizes` says.
     #[inline]
     pub fn upsert_key(
         &mut self,
@@ -65,6 +68,7 @@ impl OwnerBook {
         index: u32,
         same_key: impl Fn(u32) -> bool,
         hasher: impl Fn(&u32) -> u64,
+        sizes: &KeyTableSizes,
     ) -> Option<u32> {
         if self.one != NO_SLOT {
             if same_key(self.one) {
@@ -73,21 +77,28 @@ impl OwnerBook {
             // A second key: both go to the table.
             let first = std::mem::replace(&mut self.one, NO_SLOT);
             let t = &mut self.spill.get_or_insert_with(Box::default).keys;
-            t.reserve(2, &hasher);
+            if t.capacity() < 2 {
+                t.reserve(sizes.grow_from(1), &hasher);
+            }
             t.insert_unique(hasher(&first), first, &hasher);
             t.insert_unique(hash, index, &hasher);
             return None;
         }
         match self.spill.as_mut().map(|s| &mut s.keys) {
-            Some(t) if !t.is_empty() => match t.entry(hash, |&s| same_key(s), hasher) {
-                hashbrown::hash_table::Entry::Occupied(mut e) => {
-                    Some(std::mem::replace(e.get_mut(), index))
+            Some(t) if !t.is_empty() => {
+                if t.len() == t.capacity() {
+                    t.reserve(sizes.grow_from(t.len()) - t.len(), &hasher);
                 }
-                hashbrown::hash_table::Entry::Vacant(e) => {
-                    e.insert(index);
-                    None
+                match t.entry(hash, |&s| same_key(s), hasher) {
+                    hashbrown::hash_table::Entry::Occupied(mut e) => {
+                        Some(std::mem::replace(e.get_mut(), index))
+                    }
+                    hashbrown::hash_table::Entry::Vacant(e) => {
+                        e.insert(index);
+                        None
+                    }
                 }
-            },
+            }
             _ => {
                 self.one = index;
                 None
@@ -201,7 +212,13 @@ mod tests {
 
     fn upsert(b: &mut OwnerBook, index: u32) -> Option<u32> {
         let h = key(index);
-        b.upsert_key(h, index, |s| key(s) == h, |&s| key(s))
+        b.upsert_key(
+            h,
+            index,
+            |s| key(s) == h,
+            |&s| key(s),
+            &KeyTableSizes::default(),
+        )
     }
 
     #[test]

@@ -10,6 +10,9 @@
 mod book;
 pub(crate) mod gate;
 mod ids;
+mod key_sizes;
+
+pub(crate) use key_sizes::KeyTableSizes;
 
 pub(crate) use book::OwnerBook;
 pub(crate) use ids::OwnerIds;
@@ -148,6 +151,8 @@ pub(crate) struct OwnerTable {
     entries: PagedArray<OwnerEntry>,
     /// Owner id -> index of the owners the runtime knows.
     pub ids: RwLock<OwnerIds>,
+    /// How large the owners' key tables grow (see `key_sizes`).
+    pub key_sizes: KeyTableSizes,
     free: parking_lot::Mutex<VecDeque<u32>>,
     fresh: StdAtomicU32,
     epochs: StdAtomicU64,
@@ -158,6 +163,7 @@ impl Default for OwnerTable {
         Self {
             entries: PagedArray::default(),
             ids: RwLock::new(OwnerIds::default()),
+            key_sizes: KeyTableSizes::default(),
             free: parking_lot::Mutex::new(VecDeque::new()),
             fresh: StdAtomicU32::new(0),
             epochs: StdAtomicU64::new(1),

@@ -1,6 +1,11 @@
 //! Fixed-size chunks of entries for the wheel's buckets, allocated in segments and
 //! recycled through a free list: a bucket costs what it holds (to within one chunk), and
 //! a wheel in steady state allocates nothing.
+//!
+//! A growing arena's new segments are fresh memory: the first push into each of its
+//! pages takes a page fault. Whoever drives the queue may make segments ahead of use on
+//! another thread ([`Segment::made`], which writes every page of the segment) and hand
+//! them over ([`Arena::adopt`]), so the thread that arms finds them ready.
 
 use super::Entry;
 
@@ -8,6 +13,8 @@ use super::Entry;
 pub(crate) const CHUNK_ENTRIES: usize = 63;
 /// Chunks per allocation (16 KiB): the arena grows in small steps.
 const SEGMENT_CHUNKS: usize = 16;
+/// Entries one segment holds.
+pub(crate) const SEGMENT_ENTRIES: usize = SEGMENT_CHUNKS * CHUNK_ENTRIES;
 pub(crate) const NIL: u32 = u32::MAX;
 
 /// A bucket's chunks are full but for its tail, whose length the bucket keeps (a push
@@ -30,6 +37,25 @@ pub(crate) struct Arena {
     initialised: bool,
 }
 
+/// A segment of empty chunks made outside any arena, to be adopted by one.
+pub(crate) struct Segment(Box<[Chunk; SEGMENT_CHUNKS]>);
+
+impl Segment {
+    /// A segment whose every page exists: each chunk's link is written (to `NIL`), and
+    /// chunks are smaller than a page, so every page of the segment takes its write fault
+    /// here rather than in the first push that reaches it.
+    pub fn made() -> Self {
+        let mut seg = zeroed_segment();
+        for c in seg.iter_mut() {
+            // A volatile write: the compiler must not drop it as a store of what the
+            // zeroed allocation may already hold.
+            // SAFETY: a valid, exclusive reference to the field.
+            unsafe { std::ptr::write_volatile(&mut c.next, NIL) };
+        }
+        Segment(seg)
+    }
+}
+
 impl Arena {
     #[inline]
     pub fn chunk(&self, i: u32) -> &Chunk {
@@ -48,12 +74,7 @@ impl Arena {
             self.initialised = true;
         }
         if self.free == NIL {
-            let base = (self.segments.len() * SEGMENT_CHUNKS) as u32;
-            self.segments.push(zeroed_segment());
-            for i in (0..SEGMENT_CHUNKS as u32).rev() {
-                self.chunk_mut(base + i).next = self.free;
-                self.free = base + i;
-            }
+            self.add_segment(zeroed_segment());
         }
         let i = self.free;
         let c = self.chunk_mut(i);
@@ -62,6 +83,29 @@ impl Arena {
         self.free = next;
         self.in_use += 1;
         i
+    }
+
+    /// Chunks on the free list: what the arena holds beyond what its buckets use.
+    pub fn spare_chunks(&self) -> usize {
+        self.segments.len() * SEGMENT_CHUNKS - self.in_use
+    }
+
+    /// Takes a segment made ahead of use: its chunks join the free list.
+    pub fn adopt(&mut self, segment: Segment) {
+        if !self.initialised {
+            self.free = NIL;
+            self.initialised = true;
+        }
+        self.add_segment(segment.0);
+    }
+
+    fn add_segment(&mut self, segment: Box<[Chunk; SEGMENT_CHUNKS]>) {
+        let base = (self.segments.len() * SEGMENT_CHUNKS) as u32;
+        self.segments.push(segment);
+        for i in (0..SEGMENT_CHUNKS as u32).rev() {
+            self.chunk_mut(base + i).next = self.free;
+            self.free = base + i;
+        }
     }
 
     pub fn release(&mut self, i: u32) {
@@ -161,5 +205,71 @@ impl Bucket {
             f(arena, &buf[..n]);
             i = next;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn e(target: u32) -> Entry {
+        Entry {
+            due: u64::from(target),
+            target,
+            tag: 0,
+        }
+    }
+
+    #[test]
+    fn an_adopted_segment_is_used_before_the_arena_allocates() {
+        let mut arena = Arena::default();
+        arena.adopt(Segment::made());
+        assert_eq!(arena.capacity_chunks(), SEGMENT_CHUNKS);
+        assert_eq!(arena.spare_chunks(), SEGMENT_CHUNKS);
+        let mut b = Bucket::default();
+        for i in 0..SEGMENT_ENTRIES as u32 {
+            b.push(&mut arena, e(i));
+        }
+        assert_eq!(
+            arena.capacity_chunks(),
+            SEGMENT_CHUNKS,
+            "no segment of its own"
+        );
+        assert_eq!(arena.spare_chunks(), 0);
+        b.push(&mut arena, e(u32::MAX - 1));
+        assert_eq!(
+            arena.capacity_chunks(),
+            2 * SEGMENT_CHUNKS,
+            "full: it allocates"
+        );
+        let mut seen = Vec::new();
+        b.drain(&mut arena, |_, entries| {
+            seen.extend(entries.iter().map(|x| x.target))
+        });
+        assert_eq!(
+            seen.len(),
+            SEGMENT_ENTRIES + 1,
+            "every entry back, in order"
+        );
+        assert!(seen[..SEGMENT_ENTRIES]
+            .iter()
+            .copied()
+            .eq(0..SEGMENT_ENTRIES as u32));
+        assert_eq!(arena.spare_chunks(), 2 * SEGMENT_CHUNKS);
+    }
+
+    #[test]
+    fn adopting_keeps_the_free_chunks_already_there() {
+        let mut arena = Arena::default();
+        let mut b = Bucket::default();
+        b.push(&mut arena, e(1));
+        b.drain(&mut arena, |_, _| {});
+        assert_eq!(arena.spare_chunks(), SEGMENT_CHUNKS);
+        arena.adopt(Segment::made());
+        assert_eq!(arena.spare_chunks(), 2 * SEGMENT_CHUNKS);
+        for i in 0..(2 * SEGMENT_ENTRIES) as u32 {
+            b.push(&mut arena, e(i));
+        }
+        assert_eq!(arena.capacity_chunks(), 2 * SEGMENT_CHUNKS);
     }
 }

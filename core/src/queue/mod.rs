@@ -12,6 +12,8 @@ mod arena;
 mod heap;
 mod wheel;
 
+pub(crate) use arena::{Segment, SEGMENT_ENTRIES};
+
 use crate::clock::Nanos;
 
 /// One armed deadline: `target` names a timer slot or (with `OWNER_TARGET`) an owner's
@@ -53,6 +55,16 @@ impl DeadlineQueue {
         } else {
             self.wheel.insert(e)
         }
+    }
+
+    /// Wheel entries that fit without allocating (see [`Segment`]).
+    pub fn spare_entries(&self) -> usize {
+        self.wheel.spare_entries()
+    }
+
+    /// Takes a wheel segment made ahead of use.
+    pub fn adopt(&mut self, segment: Segment) {
+        self.wheel.adopt(segment);
     }
 
     /// The earliest time something may be due.

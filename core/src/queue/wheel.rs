@@ -8,7 +8,7 @@
 //! Deletion is lazy: the wheel never looks inside entries, so a cancelled timer's entry
 //! stays until it surfaces or `retain` drops it.
 
-use super::arena::{Arena, Bucket};
+use super::arena::{Arena, Bucket, Segment, CHUNK_ENTRIES};
 use super::Entry;
 use crate::clock::Nanos;
 
@@ -77,6 +77,17 @@ impl Wheel {
 
     pub fn len(&self) -> usize {
         self.len
+    }
+
+    /// Entries the arena can take before it must allocate (at least; a bucket's partly
+    /// filled tail chunk may take more).
+    pub fn spare_entries(&self) -> usize {
+        self.arena.spare_chunks() * CHUNK_ENTRIES
+    }
+
+    /// Takes a segment made ahead of use into the arena.
+    pub fn adopt(&mut self, segment: Segment) {
+        self.arena.adopt(segment);
     }
 
     #[inline]

@@ -9,7 +9,7 @@
 //!   request here, and only the helper runs `SlotTable::pretouch` for it. A request is a
 //!   slot index the memory below which is wanted; requests only grow.
 //! - The helper is started by the first request, so a runtime whose table never grows
-//!   past its first 65,536 slots never has one. It holds the runtime until `stop`, which
+//!   past its first 16,384 slots never has one. It holds the runtime until `stop`, which
 //!   `close` calls (and dropping a `Runtime` closes it): no helper outlives its runtime's
 //!   close.
 //! - Nothing waits for the helper. A registration that reaches a slot before the helper
@@ -132,6 +132,11 @@ fn run<P: Send + Sync + 'static>(shared: Arc<Shared<P>>) {
             (st.done, st.wanted)
         };
         shared.slots.pretouch(first, end);
+        // The timers in those slots will be armed too: the shards that grew get their
+        // next window of wheel memory made here as well.
+        shared
+            .shards
+            .provision(crate::slot::PRETOUCH_WINDOW as usize);
         let mut st = lock(&p.state);
         st.done = st.done.max(end);
     }

@@ -88,6 +88,7 @@ impl<P: Send + Sync + 'static> Shared<P> {
                 index,
                 |s| self.slots.slot(s).key.load(Relaxed) == key,
                 |&s| hash_u64(self.slots.slot(s).key.load(Relaxed)),
+                &self.owners.key_sizes,
             );
             let (superseded, wait_for) = match old {
                 None => (None, None),

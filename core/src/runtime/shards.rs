@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use crossbeam_utils::CachePadded;
 
 use crate::clock::Nanos;
-use crate::queue::{DeadlineQueue, Entry};
+use crate::queue::{DeadlineQueue, Entry, Segment, SEGMENT_ENTRIES};
 use crate::sync::Mutex;
 
 pub(crate) struct Shard {
@@ -23,6 +23,8 @@ pub(crate) struct Shard {
     /// Compact once `len` exceeds this: twice what the last compaction kept, at least
     /// `COMPACT_SLACK`.
     compact_at: AtomicUsize,
+    /// `len` when [`Shards::provision`] last looked (only the thread provisioning uses it).
+    provisioned_at: AtomicUsize,
 }
 
 /// Entries a shard may hold before its first compaction (and at least between two).
@@ -50,6 +52,7 @@ impl Shards {
                         min_wake: AtomicU64::new(u64::MAX),
                         len: AtomicUsize::new(0),
                         compact_at: AtomicUsize::new(COMPACT_SLACK),
+                        provisioned_at: AtomicUsize::new(0),
                     })
                 })
                 .collect(),
@@ -117,6 +120,39 @@ impl Shards {
         s.len.store(q.len(), Ordering::Relaxed);
     }
 
+    /// Makes wheel memory ahead of use in the shards that grew since the last call: each
+    /// gets room for as many more entries as it grew by (at most `most`) without
+    /// allocating. The segments are made — their pages written — on the calling thread,
+    /// outside the shard's lock, which is held only to hand them over; a shard that did
+    /// not grow gets nothing, so idle shards hold no spare memory.
+    #[cfg_attr(any(miri, spot_loom), allow(dead_code))]
+    pub fn provision(&self, most: usize) {
+        for s in self.list.iter() {
+            let (len, spare) = {
+                let q = s.queue.lock();
+                (q.len(), q.spare_entries())
+            };
+            let grew = len.saturating_sub(s.provisioned_at.swap(len, Ordering::Relaxed));
+            let want = grew.min(most);
+            if spare >= want {
+                continue;
+            }
+            let made: Vec<Segment> = (0..(want - spare).div_ceil(SEGMENT_ENTRIES))
+                .map(|_| Segment::made())
+                .collect();
+            let mut q = s.queue.lock();
+            for segment in made {
+                q.adopt(segment);
+            }
+        }
+    }
+
+    /// Wheel entries shard `i` can take without allocating.
+    #[cfg(test)]
+    pub fn spare_entries(&self, i: usize) -> usize {
+        self.list[i].queue.lock().spare_entries()
+    }
+
     /// The earliest time any shard needs the scheduler.
     pub fn next_wake(&self) -> Nanos {
         self.list
@@ -166,5 +202,47 @@ impl Shards {
         s.min_wake
             .store(q.next_wake().unwrap_or(u64::MAX), Ordering::SeqCst);
         dropped
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn arm(shards: &Shards, i: usize, count: u32) {
+        for t in 0..count {
+            let e = Entry {
+                due: 1_000_000_000 + u64::from(t) * 1_000,
+                target: t,
+                tag: 0,
+            };
+            shards.arm_one(i, e, false);
+        }
+    }
+
+    #[test]
+    fn provision_gives_room_to_the_shards_that_grew_and_none_to_the_others() {
+        let shards = Shards::new(2, 20, 0);
+        arm(&shards, 0, 3_000);
+        let before = shards.spare_entries(0);
+        shards.provision(8_192);
+        assert!(
+            shards.spare_entries(0) >= 3_000,
+            "room for as much again: {} (was {before})",
+            shards.spare_entries(0)
+        );
+        assert_eq!(shards.spare_entries(1), 0, "an idle shard gets nothing");
+        let spare = shards.spare_entries(0);
+        shards.provision(8_192);
+        assert_eq!(
+            shards.spare_entries(0),
+            spare,
+            "no growth since: nothing more"
+        );
+        // Growth beyond the cap is provisioned up to the cap.
+        arm(&shards, 1, 20_000);
+        shards.provision(4_096);
+        let s = shards.spare_entries(1);
+        assert!((4_096..4_096 + SEGMENT_ENTRIES + 63).contains(&s), "{s}");
     }
 }

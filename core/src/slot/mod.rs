@@ -43,7 +43,7 @@ pub const MAX_TIMERS: u32 = 1 << 24;
 
 /// A table with more slots than this is growing densely; below it, the few page faults
 /// of its first slots are taken by the registrations themselves (and no helper runs).
-const PRETOUCH_FROM: u32 = 1 << 16;
+const PRETOUCH_FROM: u32 = 1 << 14;
 /// Slots whose memory is asked for at once, ahead of use (512 KiB of slot lines): a
 /// window is asked for when registrations reach the one before it, so the memory made
 /// ahead of use stays below two windows.
@@ -431,7 +431,7 @@ mod tests {
     }
 
     #[test]
-    fn ahead_is_asked_once_per_window_past_the_first_chunk() {
+    fn ahead_is_asked_once_per_window_once_the_table_is_growing() {
         let table = SlotTable::<u32>::new(1);
         let asked = std::cell::RefCell::new(Vec::new());
         for _ in 0..(PRETOUCH_FROM + 3 * PRETOUCH_WINDOW) {
@@ -440,9 +440,13 @@ mod tests {
                 .unwrap();
         }
         let asked = asked.into_inner();
-        // The first batch past PRETOUCH_FROM reaches into window 8 (of 8,192 slots): it
-        // asks for the end of window 9; then one request per window.
-        let w = PRETOUCH_WINDOW;
-        assert_eq!(asked, [10 * w, 11 * w, 12 * w, 13 * w], "{asked:?}");
+        // The first batch past PRETOUCH_FROM reaches into window `f` (of 8,192 slots): it
+        // asks for the end of window f + 1; then one request per window.
+        let (w, f) = (PRETOUCH_WINDOW, PRETOUCH_FROM / PRETOUCH_WINDOW);
+        assert_eq!(
+            asked,
+            [(f + 2) * w, (f + 3) * w, (f + 4) * w, (f + 5) * w],
+            "{asked:?}"
+        );
     }
 }
