@@ -7,7 +7,9 @@
 //! Ground rules:
 //! - The slot table asks (`SlotTable::allocate`'s `ahead`), a registering thread posts the
 //!   request here, and only the helper runs `SlotTable::pretouch` for it. A request is a
-//!   slot index the memory below which is wanted; requests only grow.
+//!   slot index the memory below which is wanted; requests only grow. After each request
+//!   it also runs `Shards::provision`: the shards that grew get their next window of wheel
+//!   memory, made on the helper and handed over under the shard's lock.
 //! - The helper is started by the first request, so a runtime whose table never grows
 //!   past its first 16,384 slots never has one. It holds the runtime until `stop`, which
 //!   `close` calls (and dropping a `Runtime` closes it): no helper outlives its runtime's
