@@ -27,14 +27,22 @@ pub(crate) struct Chunk {
     pub entries: [Entry; CHUNK_ENTRIES],
 }
 
-#[derive(Default)]
 pub(crate) struct Arena {
     segments: Vec<Box<[Chunk; SEGMENT_CHUNKS]>>,
     /// Head of the free chunks, linked through `next`.
     free: u32,
     /// Chunks handed out and not yet freed.
     in_use: usize,
-    initialised: bool,
+}
+
+impl Default for Arena {
+    fn default() -> Self {
+        Self {
+            segments: Vec::new(),
+            free: NIL,
+            in_use: 0,
+        }
+    }
 }
 
 /// A segment of empty chunks made outside any arena, to be adopted by one.
@@ -69,10 +77,6 @@ impl Arena {
 
     /// An empty chunk.
     pub fn allocate(&mut self) -> u32 {
-        if !self.initialised {
-            self.free = NIL;
-            self.initialised = true;
-        }
         if self.free == NIL {
             self.add_segment(zeroed_segment());
         }
@@ -92,10 +96,6 @@ impl Arena {
 
     /// Takes a segment made ahead of use: its chunks join the free list.
     pub fn adopt(&mut self, segment: Segment) {
-        if !self.initialised {
-            self.free = NIL;
-            self.initialised = true;
-        }
         self.add_segment(segment.0);
     }
 
