@@ -144,12 +144,12 @@ class Suite:
             self.cfg = dict(reps=3, w1_sizes=[1_000, 100_000, 1_000_000], w1_py_sizes=[1_000, 100_000],
                             w2_sizes=[20_000], w2_seconds=1.0, w3_busy_seconds=1.0, w3_busy_reps=2,
                             w4_n=1_000_000, w4_reps=2, w5_batches=[1, 8, 64, 1024], w5_n=20_000, w5_reps=2,
-                            w5_seconds=1.0, w6_n=100_000, dotnet_seconds=1.0)
+                            w5_seconds=1.0, w6_n=100_000, dotnet_seconds=1.0, w1_pairs=3)
         else:
             self.cfg = dict(reps=5, w1_sizes=[1_000, 100_000, 1_000_000], w1_py_sizes=[1_000, 100_000, 1_000_000],
                             w2_sizes=[1_000, 20_000], w2_seconds=3.0, w3_busy_seconds=3.0, w3_busy_reps=3,
                             w4_n=1_000_000, w4_reps=3, w5_batches=[1, 8, 64, 1024], w5_n=20_000, w5_reps=3,
-                            w5_seconds=2.0, w6_n=400_000, dotnet_seconds=3.0)
+                            w5_seconds=2.0, w6_n=400_000, dotnet_seconds=3.0, w1_pairs=11)
 
     # ------------------------------------------------------------ recording
     def add(self, workload, system, params, runs, notes=None):
@@ -232,6 +232,39 @@ class Suite:
         # systems whose W1 is compared).
         self.interleaved("W1-tail", "w1tail", ["spot-rust", "tokio-delayqueue"], [1_000_000], c["reps"],
                          dict(n=1_000_000))
+        self.w1_pairs()
+
+    def w1_pairs(self):
+        """W1's target comparison, spot-timer's Rust core against DelayQueue at 1M, run as
+        back-to-back pairs (order alternating: AB, BA, AB, ...) so that both runs of a pair
+        see the same state of a shared machine. The W1 rounds above put the other eleven
+        systems (the managed hosts take about 30 s each at 1M) between two runs of one
+        system, and a slow phase of the machine then lands on one side only. Each pair's
+        ratio is recorded on spot-timer's row."""
+        systems = ["spot-rust", "tokio-delayqueue"]
+        for s in systems:
+            reason = missing_reason(SYSTEMS[s][2])
+            if reason:
+                self.miss("W1-pair", s, reason)
+                return
+        n = 1_000_000
+        runs = {s: [] for s in systems}
+        for i in range(self.cfg["w1_pairs"]):
+            got = {}
+            for s in (systems if i % 2 == 0 else systems[::-1]):
+                got[s] = self.run_one(s, "w1", [n])
+            if any(v is None for v in got.values()):
+                continue  # a failed run is in `failures`; its pair is dropped whole
+            got["spot-rust"]["ratio_to_delayqueue"] = (got["spot-rust"]["arm_cancel_ns"] /
+                                                      got["tokio-delayqueue"]["arm_cancel_ns"])
+            for s in systems:
+                runs[s].append(got[s])
+        for s in systems:
+            if runs[s]:
+                self.add("W1-pair", s, dict(n=n), runs[s])
+                log(f"  W1-pair {s:18} n={n}: {len(runs[s])} runs")
+            else:
+                self.miss("W1-pair", s, "every pair failed (see failures)")
 
     def w2_native(self, busy):
         c = self.cfg
@@ -522,9 +555,19 @@ def targets(results):
     s = find(results, "W1", "spot-rust", n=1_000_000)
     d = find(results, "W1", "tokio-delayqueue", n=1_000_000)
     c = find(results, "W1", "spot-c", n=1_000_000)
-    r = ratio(s and med(s, "arm_cancel_ns"), d and med(d, "arm_cancel_ns"))
-    add("W1: spot-timer (Rust core) ≤ 0.8× tokio-util DelayQueue's ns per arm+cancel at 1M (aim 0.5×)", r,
-        r and f"{r:.2f}× ({med(s, 'arm_cancel_ns'):.0f} ns vs {med(d, 'arm_cancel_ns'):.0f} ns)", r is not None and r <= 0.8)
+    # The measurement of record is W1-pair (back-to-back pairs, see `Suite.w1_pairs`); the
+    # ratio in the all-systems W1 rounds is shown beside it.
+    ps = find(results, "W1-pair", "spot-rust", n=1_000_000)
+    pd = find(results, "W1-pair", "tokio-delayqueue", n=1_000_000)
+    r = ratio(ps and med(ps, "arm_cancel_ns"), pd and med(pd, "arm_cancel_ns"))
+    rounds = ratio(s and med(s, "arm_cancel_ns"), d and med(d, "arm_cancel_ns"))
+    pr = ps and ps["metrics"].get("ratio_to_delayqueue")
+    add("W1: spot-timer (Rust core) ≤ 0.8× tokio-util DelayQueue's ns per arm+cancel at 1M (aim 0.5×; "
+        "W1-pair medians)", r,
+        r and (f"{r:.2f}× ({med(ps, 'arm_cancel_ns'):.0f} ns vs {med(pd, 'arm_cancel_ns'):.0f} ns, "
+               f"{ps['n_runs']} pairs; per-pair ratio {pr['median']:.2f} ({pr['min']:.2f}–{pr['max']:.2f}); "
+               f"in the all-systems W1 rounds: " + (f"{rounds:.2f}×" if rounds else "n/a") + ")"),
+        r is not None and r <= 0.8)
     r = ratio(c and med(c, "arm_cancel_ns"), s and med(s, "arm_cancel_ns"))
     add("W1: C ABI ≤ 1.25× the Rust core's ns per arm+cancel at 1M", r,
         r and f"{r:.2f}× ({med(c, 'arm_cancel_ns'):.0f} ns vs {med(s, 'arm_cancel_ns'):.0f} ns)", r is not None and r <= 1.25)
@@ -662,6 +705,14 @@ def write_md(doc, path):
              "libuv's cancel is `uv_timer_stop` (the handle stays initialised); tokio `sleep` is armed by its first "
              "poll and cancelled by drop. CPU ns: the process's CPU time (user + system, every thread: spot-timer's "
              "scheduler and pretouch helper included) over the round, per timer (Rust harness only).\n")
+    table("W1-pair — W1 at 1M, spot-timer (Rust core) and DelayQueue in back-to-back pairs", "W1-pair",
+          [("ns per arm", "arm_ns", 0), ("ns per cancel", "cancel_ns", 0), ("ns per arm+cancel", "arm_cancel_ns", 0),
+           ("CPU ns per arm+cancel", "cpu_ns_per_arm_cancel", 0),
+           ("ratio to DelayQueue in its pair", "ratio_to_delayqueue", 2)])
+    L.append("W1-pair: the two systems W1's target compares, run as pairs one right after the other (the order "
+             "alternating from pair to pair), so both runs of a pair meet the same state of the shared machine; "
+             "in the W1 rounds above eleven other systems run between two runs of one system. The target reads "
+             "these medians.\n")
     table("W1-tail — the slowest registrations of a first round at 1M (each arm timed alone)", "W1-tail",
           [("p50 ns", "arm_p50_ns", 0), ("p99 ns", "arm_p99_ns", 0), ("p99.99 ns", "arm_p9999_ns", 0),
            ("max µs", "arm_max_us", 0), ("arms over 100 µs", "arms_over_100us", 0),
