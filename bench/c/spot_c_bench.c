@@ -54,15 +54,16 @@ static uint64_t *acquire_owners(uint64_t rt, size_t n, uint64_t base) {
     return ep;
 }
 
-static struct spot_timer_spec one_shot(uint64_t ns) {
-    struct spot_timer_spec s;
-    memset(&s, 0, sizeof s);
-    s.struct_size = sizeof s;
-    s.policy = SPOT_POLICY_SKIP_LATE_TICKS;
-    s.period_ns = 0;
-    s.first_due_ns = ns;
-    s.max_catch_up_ticks = 1;
-    return s;
+/* Fills the caller's spec in place: returning the struct by value made GCC build it on the
+ * stack and copy it with loads wider than the stores that wrote it (store-forwarding
+ * stalls in the harness, not in the runtime). */
+static void one_shot(struct spot_timer_spec *s, uint64_t ns) {
+    memset(s, 0, sizeof *s);
+    s->struct_size = sizeof *s;
+    s->policy = SPOT_POLICY_SKIP_LATE_TICKS;
+    s->period_ns = 0;
+    s->first_due_ns = ns;
+    s->max_catch_up_ticks = 1;
 }
 
 static struct spot_stats stats(uint64_t rt) {
@@ -82,7 +83,8 @@ static void flush_sched(uint64_t rt) {
     static uint64_t rt0;
     if (rt0 != rt) { CHECK(spot_owner_acquire(rt, 0, 0, SPOT_GATE_CONCURRENT, &ep0)); rt0 = rt; }
     uint64_t before = stats(rt).records_published;
-    struct spot_timer_spec sp = one_shot(1);
+    struct spot_timer_spec sp;
+    one_shot(&sp, 1);
     struct spot_timer t;
     CHECK(spot_timer_register(rt, 0, ep0, g_sentinel_key++, &sp, NULL, NULL, &t));
     while (stats(rt).records_published <= before) sched_yield();
@@ -98,7 +100,8 @@ static void w1_once(size_t n, uint64_t seed, double *arm, double *cancel) {
     for (size_t i = 0; i < n; i++) dl[i] = rng_deadline_ms(&s) * 1000000ull;
     uint64_t t0 = mono_ns();
     for (size_t i = 0; i < n; i++) {
-        struct spot_timer_spec sp = one_shot(dl[i]);
+        struct spot_timer_spec sp;
+        one_shot(&sp, dl[i]);
         CHECK(spot_timer_register(rt, 1 + i / PER_OWNER, ep[i / PER_OWNER], i, &sp, NULL, NULL, &ts[i]));
     }
     wait_registered(rt, n); /* the scheduler thread's share */
@@ -137,7 +140,8 @@ static void w2(size_t n, double seconds, uint64_t period_ms, size_t batch) {
         uint64_t now;
         CHECK(spot_now(rt, &now));
         uint64_t first = start + w2_offset(i, n, period);
-        struct spot_timer_spec sp = one_shot(first > now ? first - now : 0);
+        struct spot_timer_spec sp;
+        one_shot(&sp, first > now ? first - now : 0);
         sp.period_ns = period;
         CHECK(spot_timer_register(rt, 1 + i / PER_OWNER, ep[i / PER_OWNER], i, &sp, NULL, NULL, &t));
     }
@@ -191,7 +195,8 @@ static void w4(size_t n) {
     uint64_t *ep = acquire_owners(rt, n, 1);
     struct spot_timer *ts = malloc(n * sizeof *ts);
     for (size_t i = 0; i < n; i++) {
-        struct spot_timer_spec sp = one_shot(rng_deadline_ms(&s) * 1000000ull);
+        struct spot_timer_spec sp;
+        one_shot(&sp, rng_deadline_ms(&s) * 1000000ull);
         CHECK(spot_timer_register(rt, 1 + i / PER_OWNER, ep[i / PER_OWNER], i, &sp, NULL, NULL, &ts[i]));
     }
     wait_registered(rt, n);
@@ -216,7 +221,8 @@ static void *w6_thread(void *v) {
     pthread_barrier_wait(a->b);
     a->t0 = mono_ns();
     for (size_t i = 0; i < a->n; i++) {
-        struct spot_timer_spec sp = one_shot(dl[i]);
+        struct spot_timer_spec sp;
+        one_shot(&sp, dl[i]);
         CHECK(spot_timer_register(a->rt, a->base + i / PER_OWNER, a->ep[i / PER_OWNER], i, &sp, NULL, NULL, &ts[i]));
     }
     return NULL;
