@@ -32,6 +32,8 @@ test: lint test-rust $(TEST_TARGETS)
 	@echo "make test: all suites passed"
 
 lint: $(RUST_TOOLS)
+	python3 tests/module_cycles.py --self-test
+	python3 tests/module_cycles.py core/src ffi/src lifecycle/src lifecycle-etcd/src
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps --workspace --quiet
