@@ -193,9 +193,13 @@ class Suite:
     def repeat(self, workload, wid, system, args, reps, params, notes=None, timeout=300):
         self.interleaved(workload, wid, [system], args, reps, params, notes, timeout)
 
-    def interleaved(self, workload, wid, systems, args, reps, params, notes=None, timeout=300):
+    def interleaved(self, workload, wid, systems, args, reps, params, notes=None, timeout=300,
+                    alternate=False, per_round=None):
         """Runs each system `reps` times, round-robin (system A, B, C, A, B, C, ...), so a
-        change in the machine's load hits every system alike; records the medians."""
+        change in the machine's load hits every system alike; records the medians.
+        `alternate`: every other round runs the systems in reverse order. `per_round(got)`:
+        called with each round's {system: result}, to add figures that compare the systems
+        of one round; a round with a failed run is then dropped whole."""
         ready = []
         for s in systems:
             reason = missing_reason(SYSTEMS[s][2])
@@ -204,11 +208,18 @@ class Suite:
             else:
                 ready.append(s)
         runs = {s: [] for s in ready}
-        for _ in range(reps):
-            for s in ready:
+        for i in range(reps):
+            got = {}
+            for s in (ready[::-1] if alternate and i % 2 else ready):
                 r = self.run_one(s, wid, args, timeout)
                 if r is not None:
-                    runs[s].append(r)
+                    got[s] = r
+            if per_round is not None:
+                if len(got) < len(ready):
+                    continue  # the failed run is in `failures`
+                per_round(got)
+            for s, r in got.items():
+                runs[s].append(r)
         for s in ready:
             if runs[s]:
                 self.add(workload, s, params, runs[s], notes)
@@ -241,30 +252,13 @@ class Suite:
         systems (the managed hosts take about 30 s each at 1M) between two runs of one
         system, and a slow phase of the machine then lands on one side only. Each pair's
         ratio is recorded on spot-timer's row."""
-        systems = ["spot-rust", "tokio-delayqueue"]
-        for s in systems:
-            reason = missing_reason(SYSTEMS[s][2])
-            if reason:
-                self.miss("W1-pair", s, reason)
-                return
-        n = 1_000_000
-        runs = {s: [] for s in systems}
-        for i in range(self.cfg["w1_pairs"]):
-            got = {}
-            for s in (systems if i % 2 == 0 else systems[::-1]):
-                got[s] = self.run_one(s, "w1", [n])
-            if any(v is None for v in got.values()):
-                continue  # a failed run is in `failures`; its pair is dropped whole
-            got["spot-rust"]["ratio_to_delayqueue"] = (got["spot-rust"]["arm_cancel_ns"] /
-                                                      got["tokio-delayqueue"]["arm_cancel_ns"])
-            for s in systems:
-                runs[s].append(got[s])
-        for s in systems:
-            if runs[s]:
-                self.add("W1-pair", s, dict(n=n), runs[s])
-                log(f"  W1-pair {s:18} n={n}: {len(runs[s])} runs")
-            else:
-                self.miss("W1-pair", s, "every pair failed (see failures)")
+        def ratio(got):
+            if len(got) == 2:  # (one side's harness missing: its rows alone, no ratio)
+                got["spot-rust"]["ratio_to_delayqueue"] = (got["spot-rust"]["arm_cancel_ns"] /
+                                                          got["tokio-delayqueue"]["arm_cancel_ns"])
+
+        self.interleaved("W1-pair", "w1", ["spot-rust", "tokio-delayqueue"], [1_000_000], self.cfg["w1_pairs"],
+                         dict(n=1_000_000), alternate=True, per_round=ratio)
 
     def w2_native(self, busy):
         c = self.cfg
@@ -689,10 +683,10 @@ def write_md(doc, path):
             L.append(f"\n- {n}")
         L.append("")
 
+    w1_times = [("ns per arm", "arm_ns", 0), ("ns per cancel", "cancel_ns", 0), ("ns per arm+cancel", "arm_cancel_ns", 0),
+                ("CPU ns per arm+cancel", "cpu_ns_per_arm_cancel", 0)]
     table("W1 — arm + cancel churn (random deadlines 60–120 s, all cancelled)", "W1",
-          [("ns per arm", "arm_ns", 0), ("ns per cancel", "cancel_ns", 0), ("ns per arm+cancel", "arm_cancel_ns", 0),
-           ("CPU ns per arm+cancel", "cpu_ns_per_arm_cancel", 0),
-           ("allocations per arm", "allocs_per_arm", 2), ("allocations per cancel", "allocs_per_cancel", 2)])
+          w1_times + [("allocations per arm", "allocs_per_arm", 2), ("allocations per cancel", "allocs_per_cancel", 2)])
     L.append("spot-timer (Rust core) keeps timers by id (`Owner::register_id`, `Runtime::cancel_timer_nowait`); "
              "the TimerHandle row does the same through handles, each holding a reference to the runtime. "
              "The \"second round\" rows arm and cancel the same N timers again in the same runtime / queue and "
@@ -706,9 +700,7 @@ def write_md(doc, path):
              "poll and cancelled by drop. CPU ns: the process's CPU time (user + system, every thread: spot-timer's "
              "scheduler and pretouch helper included) over the round, per timer (Rust harness only).\n")
     table("W1-pair — W1 at 1M, spot-timer (Rust core) and DelayQueue in back-to-back pairs", "W1-pair",
-          [("ns per arm", "arm_ns", 0), ("ns per cancel", "cancel_ns", 0), ("ns per arm+cancel", "arm_cancel_ns", 0),
-           ("CPU ns per arm+cancel", "cpu_ns_per_arm_cancel", 0),
-           ("ratio to DelayQueue in its pair", "ratio_to_delayqueue", 2)])
+          w1_times + [("ratio to DelayQueue in its pair", "ratio_to_delayqueue", 2)])
     L.append("W1-pair: the two systems W1's target compares, run as pairs one right after the other (the order "
              "alternating from pair to pair), so both runs of a pair meet the same state of the shared machine; "
              "in the W1 rounds above eleven other systems run between two runs of one system. The target reads "
