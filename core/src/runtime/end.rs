@@ -5,7 +5,6 @@
 //! waits for the scheduler.
 
 use std::sync::atomic::Ordering::{Acquire, Relaxed, SeqCst};
-use std::sync::Arc;
 use std::time::Instant;
 
 use crate::cold::ColdTable;
@@ -22,6 +21,7 @@ use crate::tick::CancelNotice;
 
 /// Runs a release function (host code): its error message, or one for a panic.
 fn run_release(f: impl FnOnce() -> Result<(), String>) -> Option<String> {
+    crate::spin_lock::assert_none_held("a release hook");
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(Ok(())) => None,
         Ok(Err(msg)) => Some(msg),
@@ -215,37 +215,28 @@ impl<P> Shared<P> {
     /// Keeps a failed cleanup's message for everyone who asks for the result.
     fn record_cleanup_failure(&self, index: u32, generation: u64, msg: String) {
         self.slots.slot(index).owner.fetch_or(HAS_COLD, SeqCst);
-        let mut shard = self.cold.lock(index);
-        ColdTable::entry(&mut shard, index, generation).message = Some(msg.into());
+        self.cold.record_failure(index, generation, msg);
     }
 
     /// Wakes threads parked for the end, runs subscribers, queues cancel notices.
     fn notify_end(&self, index: u32, generation: u64, ended: u64, work: &mut Work) {
         let slot = self.slots.slot(index);
         if slot.flags() & HAS_COLD != 0 {
-            let (subscribers, notices) = {
-                let mut shard = self.cold.lock(index);
-                match ColdTable::find(&mut shard, index, generation) {
-                    Some(c) => (
-                        std::mem::take(&mut c.subscribers),
-                        std::mem::take(&mut c.notices),
-                    ),
-                    None => (Vec::new(), Vec::new()),
-                }
-            };
-            if !subscribers.is_empty() || !notices.is_empty() {
-                let result = self.result_of(index, ended);
-                for s in subscribers {
+            if let Some(waiting) = self.cold.take_waiting(index, ended) {
+                crate::spin_lock::assert_none_held("a subscriber");
+                for s in waiting.subscribers {
                     // A subscriber is host code; one that panics must not take this thread down.
-                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| s(&result)));
+                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        s(&waiting.result)
+                    }));
                 }
-                for tag in notices {
+                for tag in waiting.notices {
                     work.notices.push(CancelNotice {
                         timer: TimerId::new(index, generation),
                         owner: self.owners.entry(slot.owner_index()).id.load(Relaxed),
                         key: slot.key.load(Relaxed),
                         tag,
-                        result: result.clone(),
+                        result: waiting.result.clone(),
                     });
                 }
             }
@@ -322,24 +313,7 @@ impl<P> Shared<P> {
     /// The terminal result recorded in an ENDED word of slot `index`.
     #[inline]
     pub(crate) fn result_of(&self, index: u32, ended: u64) -> EndResult {
-        let code = word::reason(ended);
-        // Every code but `REASON_CLEANUP_FAILED` is an end reason.
-        match EndReason::from_code(code) {
-            Some(reason) => Ok(reason),
-            None => Err(self.cleanup_failure_of(index, ended)),
-        }
-    }
-
-    /// The error of a generation whose release hook failed (its message is in the cold
-    /// table).
-    #[cold]
-    fn cleanup_failure_of(&self, index: u32, ended: u64) -> Error {
-        debug_assert_eq!(word::reason(ended), word::REASON_CLEANUP_FAILED);
-        let mut shard = self.cold.lock(index);
-        let msg = ColdTable::find(&mut shard, index, word::generation(ended))
-            .and_then(|c| c.message.clone())
-            .unwrap_or_else(|| Arc::from("release hook failed"));
-        Error::CleanupFailed(msg)
+        self.cold.result(index, ended)
     }
 
     /// The result of generation `id` if it has ended; `Err(StaleHandle)` when its slot
@@ -396,15 +370,14 @@ impl<P> Shared<P> {
         };
         // Sequentially consistent, pairing with `publish_end`: see `finish`.
         slot.owner.fetch_or(HAS_COLD, SeqCst);
-        let mut shard = self.cold.lock(id.slot());
-        match self.end_result(id) {
-            Some(r) => {
-                drop(shard);
-                f(&r);
-            }
-            None => ColdTable::entry(&mut shard, id.slot(), id.generation())
-                .subscribers
-                .push(f),
+        let mut f = Some(f);
+        let ended = self
+            .cold
+            .result_or_file(id.slot(), id.generation(), &slot.word, |c| {
+                c.subscribers.extend(f.take())
+            });
+        if let (Some(r), Some(f)) = (ended, f) {
+            f(&r);
         }
     }
 
@@ -416,15 +389,9 @@ impl<P> Shared<P> {
         };
         // Sequentially consistent, pairing with `publish_end`: see `finish`.
         slot.owner.fetch_or(HAS_COLD, SeqCst);
-        let mut shard = self.cold.lock(id.slot());
-        match self.end_result(id) {
-            Some(r) => Some(r),
-            None => {
-                ColdTable::entry(&mut shard, id.slot(), id.generation())
-                    .notices
-                    .push(tag);
-                None
-            }
-        }
+        self.cold
+            .result_or_file(id.slot(), id.generation(), &slot.word, |c| {
+                c.notices.push(tag)
+            })
     }
 }
