@@ -158,6 +158,8 @@ pub unsafe extern "C" fn spot_node_start(
                         CloseReason::IdleEvicted => SPOT_CLOSE_IDLE_EVICTED,
                         CloseReason::Closed => SPOT_CLOSE_CLOSED,
                         CloseReason::NodeShutdown => SPOT_CLOSE_NODE_SHUTDOWN,
+                        CloseReason::AuthorityLost => SPOT_CLOSE_AUTHORITY_LOST,
+                        CloseReason::CreationFailed => SPOT_CLOSE_CREATION_FAILED,
                     };
                     // SAFETY: the host's function, called as the header documents.
                     unsafe { f(env.0, id.0, kind_code(kind), code) }
@@ -651,6 +653,8 @@ pub unsafe extern "C" fn spot_node_stats(node: u64, out: *mut spot_node_stats) -
             ticks_deferred: s.ticks_deferred,
             eviction_passes: s.eviction_passes,
             eviction_examined: s.eviction_examined,
+            authority_lost: s.authority_lost,
+            terms_renewed: s.terms_renewed,
         };
         write_versioned(out, "out", stats, std::mem::size_of::<spot_node_stats>())
     })

@@ -27,6 +27,12 @@ pub const SPOT_CLOSE_IDLE_EVICTED: u32 = 0;
 pub const SPOT_CLOSE_CLOSED: u32 = 1;
 /// Its node shut down (`spot_node_free`).
 pub const SPOT_CLOSE_NODE_SHUTDOWN: u32 = 2;
+/// The node's authority over it ended first (its term in the store — the process was
+/// stopped or cut off from the store past its lease — or its owner lease): another node
+/// may own it now. Drop its object; save nothing.
+pub const SPOT_CLOSE_AUTHORITY_LOST: u32 = 3;
+/// Its creation failed after the factory ran: it never became Ready. Drop its object.
+pub const SPOT_CLOSE_CREATION_FAILED: u32 = 4;
 
 /// `spot_relocation_target::what`: a Spot (User or Instance).
 pub const SPOT_TARGET_SPOT: u32 = 0;
@@ -47,9 +53,14 @@ pub type spot_factory_fn = Option<
     ) -> i32,
 >;
 
-/// Told once when a Spot closes (`reason`: SPOT_CLOSE_*), before its location is
-/// released; nothing new is admitted to it meanwhile. Runs on the thread that closes it;
-/// it must not call back into the node.
+/// Told once for every Spot whose factory ran, when it goes (`reason`: SPOT_CLOSE_*).
+/// With IDLE_EVICTED, CLOSED and NODE_SHUTDOWN the node still holds its authority: it runs
+/// before the Spot's location is released, nothing new is admitted meanwhile, and no
+/// handler of the Spot runs beside it — save state here. With AUTHORITY_LOST and
+/// CREATION_FAILED the Spot is not (or no longer) this node's: drop it, save nothing.
+/// Runs on the thread that closes it (a host's exchanging thread for idle evictions, the
+/// node's keeper thread for Spots whose authority ended); it must not call back into the
+/// node.
 pub type spot_closing_fn =
     Option<unsafe extern "C" fn(env: *mut c_void, spot_id: u64, kind: u32, reason: u32)>;
 
@@ -218,4 +229,9 @@ pub struct spot_node_stats {
     pub eviction_passes: u64,
     /// Spots examined by those passes (at most 64 each).
     pub eviction_examined: u64,
+    /// Spots given up because the node's authority over them ended first (closed with
+    /// SPOT_CLOSE_AUTHORITY_LOST).
+    pub authority_lost: u64,
+    /// Terms of authority the node took after its first.
+    pub terms_renewed: u64,
 }

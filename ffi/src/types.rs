@@ -67,9 +67,11 @@ pub const SPOT_FIRST_DUE_DEFAULT: u64 = u64::MAX;
 /// `records_taken_back`, `records_abandoned` and `scheduler_wakes_by_hosts`. 2.1 adds
 /// `spot_runtime_close` and the Spot lifecycle; 2.2 delivery sessions and the etcd store;
 /// 2.3 `spot_node_config::listen` and `spot_node_address` (nodes of several processes
-/// reach each other over TCP); 2.4 `spot_session_batch` (a session's batch form).
+/// reach each other over TCP); 2.4 `spot_session_batch` (a session's batch form); 2.5 the
+/// closing reasons SPOT_CLOSE_AUTHORITY_LOST and SPOT_CLOSE_CREATION_FAILED and
+/// `spot_node_stats::authority_lost` / `terms_renewed` (a node's term of authority).
 #[allow(clippy::identity_op)] // spelled (major << 16) | minor, as hosts read it
-pub const SPOT_ABI_VERSION: u32 = (2 << 16) | 4;
+pub const SPOT_ABI_VERSION: u32 = (2 << 16) | 5;
 
 /// The outcome cell of a batch record whose outcome the host has not written yet.
 pub const SPOT_BATCH_PENDING: u32 = u32::MAX;

@@ -5,8 +5,10 @@
 //! starts when the request arrives. A process stopped (SIGSTOP) past that moment finds the
 //! deadline passed the instant it resumes, before any keep-alive could answer: the lease
 //! is then lost for good (`lost`), and the store refuses every fenced write of it. Once
-//! etcd answers TTL 0 the lease is lost too. A lost lease is never renewed: the node's
-//! authority is over, and a new node (a new store, a new lease) must start.
+//! etcd answers TTL 0 the lease is lost too. A lost lease is never renewed: the term of
+//! authority it carried is over. A node whose term ended registers again, and the store
+//! then grants a new lease (a new term), after revoking the old one so that nothing it
+//! carried outlives it.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -14,7 +16,11 @@ use std::time::{Duration, Instant};
 
 use crate::stop::Stop;
 use etcd_client::Client;
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
+use spot_lifecycle::NodeTerm;
+
+/// The store's current lease: replaced when a lost one is followed by a new term.
+pub(crate) type CurrentLease = Arc<RwLock<Arc<LeaseState>>>;
 
 /// The state of one owner lease, shared by the store and its keep-alive task.
 pub(crate) struct LeaseState {
@@ -53,11 +59,49 @@ impl LeaseState {
         self.lost.store(true, Ordering::Release);
     }
 
+    /// The latest moment the lease is known to run until.
+    pub fn deadline(&self) -> Instant {
+        *self.deadline.lock()
+    }
+
     fn extend(&self, sent: Instant, ttl: Duration) {
         let mut d = self.deadline.lock();
         if sent + ttl > *d {
             *d = sent + ttl;
         }
+    }
+}
+
+/// A lease is a node's term of authority: it runs while valid.
+impl NodeTerm for LeaseState {
+    fn runs(&self) -> bool {
+        self.valid()
+    }
+
+    fn known_until(&self) -> Option<Instant> {
+        Some(self.deadline())
+    }
+
+    fn wait_end(&self, timeout: Duration) -> bool {
+        let until = Instant::now() + timeout;
+        while self.valid() {
+            let now = Instant::now();
+            if now >= until {
+                return false;
+            }
+            // The deadline moves only forward; sleep to the nearer of the two, in steps so
+            // that a loss etcd reported is seen soon.
+            let step = until
+                .min(self.deadline())
+                .saturating_duration_since(now)
+                .min(Duration::from_millis(50));
+            std::thread::sleep(step.max(Duration::from_millis(1)));
+        }
+        true
+    }
+
+    fn number(&self) -> u64 {
+        self.id as u64
     }
 }
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use etcd_client::Client;
 
-use crate::lease::LeaseState;
+use crate::lease::CurrentLease;
 use crate::stop::Stop;
 use crate::view::View;
 
@@ -18,24 +18,20 @@ pub(crate) fn missed(left: i64, granted: i64) -> bool {
     left <= 0 || (left + 1) * 2 <= granted
 }
 
-pub(crate) async fn run(
-    mut client: Client,
-    view: Arc<View>,
-    own: Arc<LeaseState>,
-    stop: Arc<Stop>,
-) {
-    let every = (own.ttl / 6).max(Duration::from_millis(200));
+pub(crate) async fn run(mut client: Client, view: Arc<View>, own: CurrentLease, stop: Arc<Stop>) {
+    let every = (own.read().ttl / 6).max(Duration::from_millis(200));
     loop {
         tokio::select! {
             _ = stop.wait() => return,
             _ = tokio::time::sleep(every) => {}
         }
+        let own_id = own.read().id;
         let leases: Vec<_> = view
             .known
             .lock()
             .leases
             .iter()
-            .filter(|(_, l)| **l != own.id && **l != 0)
+            .filter(|(_, l)| **l != own_id && **l != 0)
             .map(|(n, l)| (*n, *l))
             .collect();
         for (node, lease) in leases {

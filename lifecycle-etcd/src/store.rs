@@ -6,8 +6,13 @@
 //! - Ready commit: one transaction fenced by the reservation (create revision = epoch and
 //!   mod revision = epoch, i.e. still that attempt's `Creating`) → put `Ready`.
 //! - Release and abort: one transaction fenced by the epoch → delete.
-//! - The end of a node's lease deletes its locations (etcd deletes the keys attached to
-//!   it): the ids are Missing again. Before that, a node that misses its keep-alives (see
+//! - A node's term of authority is this store's lease ([`EtcdLocationStore::register_node`]
+//!   hands it out as the node's `NodeTerm`); the end of the lease deletes its locations
+//!   (etcd deletes the keys attached to it): the ids are Missing again. A node whose term
+//!   ended registers again: the old lease is revoked (whatever it still carried goes at
+//!   once) and a new one granted. Every write is made under the current lease and fenced
+//!   by it: a reservation of an ended term is never committed, and a node's leaving
+//!   deletes its key only while the key is still that term's. Before that, a node that misses its keep-alives (see
 //!   `liveness`), or one a transport reported with [`EtcdLocationStore::mark_down`], is
 //!   Down: its Spots are Unavailable, cached routes included.
 //! - Reads of Ready records are cached and invalidated by the watch (see `view`), so the
@@ -34,13 +39,13 @@ use parking_lot::Mutex;
 use spot_lifecycle::store::{NodeAddress, Reservation, Reserved, StoreView};
 use spot_lifecycle::{
     Authority, LifecycleError, LocationRecord, LocationState, LocationStore, NodeId, NodeStatus,
-    Result, SpotId, SpotKind,
+    NodeTerm, Result, SpotId, SpotKind,
 };
 use tokio::runtime::Runtime;
 
 use crate::config::EtcdConfig;
 use crate::keys::{Keys, LocationValue, NodeValue};
-use crate::lease::{self, LeaseState};
+use crate::lease::{self, CurrentLease, LeaseState};
 use crate::liveness;
 use crate::request::{Answer, Requests};
 use crate::view::View;
@@ -52,13 +57,15 @@ pub struct EtcdLocationStore {
     client: Client,
     keys: Keys,
     config: EtcdConfig,
-    lease: Arc<LeaseState>,
+    /// The current lease (the current term of the nodes registered here).
+    lease: CurrentLease,
+    /// Stops the current lease's keep-alive (fault injection: `halt_keep_alive`).
+    lease_stop: Mutex<Arc<Stop>>,
     view: Arc<View>,
     /// The nodes registered through this store, and whether their count must be written.
     own: Arc<Mutex<HashMap<NodeId, (NodeValue, bool)>>>,
     requests: Requests,
     stop: Arc<Stop>,
-    lease_stop: Arc<Stop>,
 }
 
 impl EtcdLocationStore {
@@ -110,21 +117,18 @@ impl EtcdLocationStore {
                 )))
             }
         };
-        let lease = Arc::new(LeaseState::new(
+        let first = Arc::new(LeaseState::new(
             lease_id,
             Duration::from_secs(ttl.max(1) as u64),
             granted_at,
         ));
+        let lease: CurrentLease = Arc::new(parking_lot::RwLock::new(first.clone()));
         let view = Arc::new(View::default());
         view.restart(nodes, revision);
         let stop = Arc::new(Stop::default());
         let lease_stop = Arc::new(Stop::default());
         let own: Arc<Mutex<HashMap<NodeId, (NodeValue, bool)>>> = Arc::default();
-        rt.spawn(lease::keep_alive(
-            client.clone(),
-            lease.clone(),
-            lease_stop.clone(),
-        ));
+        rt.spawn(lease::keep_alive(client.clone(), first, lease_stop.clone()));
         rt.spawn(watch::run(
             client.clone(),
             keys.clone(),
@@ -154,11 +158,68 @@ impl EtcdLocationStore {
             keys,
             config,
             lease,
+            lease_stop: Mutex::new(lease_stop),
             view,
             own,
             stop,
-            lease_stop,
         })
+    }
+
+    /// The current lease.
+    fn lease(&self) -> Arc<LeaseState> {
+        self.lease.read().clone()
+    }
+
+    /// A running lease for a new term: the current one while it runs; else the old one is
+    /// revoked (what it still carried goes now, not at its expiry) and a new one granted,
+    /// with its keep-alive. `Unavailable` while etcd cannot be reached.
+    fn running_lease(&self, node: NodeId) -> Result<Arc<LeaseState>> {
+        let mut current = self.lease.write();
+        if current.valid() {
+            return Ok(current.clone());
+        }
+        let old = current.id;
+        let ttl = self.config.lease_ttl.as_secs() as i64;
+        let mut client = self.client.clone();
+        let granted = self.rt.block_on(async {
+            tokio::time::timeout(self.config.request_timeout, async {
+                match client.lease_revoke(old).await {
+                    // Gone already (expired): nothing left to revoke.
+                    Ok(_) => {}
+                    Err(etcd_client::Error::GRpcStatus(st))
+                        if st.code() == tonic::Code::NotFound => {}
+                    Err(e) => return Err(e),
+                }
+                let granted_at = Instant::now();
+                let grant = client.lease_grant(ttl, None).await?;
+                Ok((grant.id(), grant.ttl(), granted_at))
+            })
+            .await
+        });
+        let (id, ttl, granted_at) = match granted {
+            Ok(Ok(v)) => v,
+            Ok(Err(e)) => return Err(unavailable_store(node, format!("{e}"))),
+            Err(_) => {
+                return Err(unavailable_store(
+                    node,
+                    format!("no answer within {:?}", self.config.request_timeout),
+                ))
+            }
+        };
+        let fresh = Arc::new(LeaseState::new(
+            id,
+            Duration::from_secs(ttl.max(1) as u64),
+            granted_at,
+        ));
+        let stop = Arc::new(Stop::default());
+        self.rt.spawn(lease::keep_alive(
+            self.client.clone(),
+            fresh.clone(),
+            stop.clone(),
+        ));
+        *self.lease_stop.lock() = stop;
+        *current = fresh.clone();
+        Ok(fresh)
     }
 
     /// etcd requests made by the Location Store methods so far (keep-alives, the watch
@@ -174,20 +235,21 @@ impl EtcdLocationStore {
 
     /// Keep-alive round trips of this node's lease so far.
     pub fn keep_alives(&self) -> u64 {
-        self.lease
+        self.lease()
             .keep_alives
             .load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// This node's etcd lease id.
+    /// This node's current etcd lease id.
     pub fn lease_id(&self) -> i64 {
-        self.lease.id
+        self.lease().id
     }
 
-    /// True while this node's lease is known to run; false for good once it is over (or
-    /// once its last confirmed expiry passed, e.g. after the process was stopped).
+    /// True while this node's current lease is known to run; false once it is over (or
+    /// once its last confirmed expiry passed, e.g. after the process was stopped) until a
+    /// node registers again and a new lease is granted.
     pub fn lease_valid(&self) -> bool {
-        self.lease.valid()
+        self.lease().valid()
     }
 
     /// A transport's evidence: `node` cannot be reached while its lease runs. Its Spots
@@ -199,7 +261,7 @@ impl EtcdLocationStore {
     /// Fault injection for tests: this store stops keeping its lease alive, as a node
     /// that died would (nothing is revoked; the lease runs out on its own).
     pub fn halt_keep_alive(&self) {
-        self.lease_stop.fire();
+        self.lease_stop.lock().fire();
     }
 
     /// Runs one request (see `request`).
@@ -226,12 +288,18 @@ impl EtcdLocationStore {
         })
     }
 
-    fn require_lease(&self) -> Result<()> {
-        if self.lease.valid() {
-            return Ok(());
+    /// The current lease while it runs; `Unavailable` (nothing ran) once it is over,
+    /// until the node has taken a new term.
+    fn require_lease(&self, spot: SpotId) -> Result<Arc<LeaseState>> {
+        let lease = self.lease();
+        if lease.valid() {
+            return Ok(lease);
         }
-        Err(store_error(
-            "this node's etcd lease is over: its authority ended (start a new node)".into(),
+        Err(unavailable(
+            spot,
+            "this node's etcd lease is over: its term of authority ended, and it has not \
+             taken a new one yet"
+                .into(),
         ))
     }
 
@@ -365,10 +433,18 @@ fn first_kv(resp: &TxnResponse) -> Option<etcd_client::KeyValue> {
 }
 
 fn unavailable(spot: SpotId, evidence: String) -> LifecycleError {
-    LifecycleError::Unavailable {
-        spot,
-        evidence: evidence.into(),
-    }
+    LifecycleError::unavailable(spot, evidence)
+}
+
+/// The store cannot grant or use a term for `node` now (etcd unreachable).
+fn unavailable_store(node: NodeId, e: String) -> LifecycleError {
+    LifecycleError::unavailable(
+        SpotId(u64::MAX),
+        format!(
+            "node {}: etcd cannot be reached to take a term ({e})",
+            node.0
+        ),
+    )
 }
 
 impl LocationStore for EtcdLocationStore {
@@ -377,8 +453,8 @@ impl LocationStore for EtcdLocationStore {
         node: NodeId,
         active_cap: u64,
         address: Option<std::net::SocketAddr>,
-    ) -> Result<()> {
-        self.require_lease()?;
+    ) -> Result<Arc<dyn NodeTerm>> {
+        let lease = self.running_lease(node)?;
         let value = NodeValue {
             cap: active_cap,
             active: 0,
@@ -391,15 +467,14 @@ impl LocationStore for EtcdLocationStore {
             .and_then(vec![TxnOp::put(
                 key,
                 value.encode(),
-                Some(PutOptions::new().with_lease(self.lease.id)),
+                Some(PutOptions::new().with_lease(lease.id)),
             )])
             .or_else(vec![TxnOp::get(key_again, None)]);
-        let answer = self.txn(txn).map_err(store_error)?;
+        let answer = self.txn(txn).map_err(|e| unavailable_store(node, e))?;
         // A retried put may have been applied by the attempt whose answer was lost: the
         // key under this node's own lease is that put.
         let ours = answer.value.succeeded()
-            || (answer.retried
-                && first_kv(&answer.value).is_some_and(|kv| kv.lease() == self.lease.id));
+            || (answer.retried && first_kv(&answer.value).is_some_and(|kv| kv.lease() == lease.id));
         if !ours {
             return Err(store_error(format!(
                 "node id {} is already live in this store (another process holds it)",
@@ -410,7 +485,7 @@ impl LocationStore for EtcdLocationStore {
         let mut k = self.view.known.lock();
         k.nodes.insert(node, value);
         k.down.remove(&node);
-        Ok(())
+        Ok(lease)
     }
 
     fn node_address(&self, node: NodeId) -> NodeAddress {
@@ -444,16 +519,22 @@ impl LocationStore for EtcdLocationStore {
         }
     }
 
-    fn remove_node(&self, node: NodeId) {
-        if self.own.lock().remove(&node).is_none() {
+    fn remove_node(&self, node: NodeId, term: u64) {
+        // Only the term that registered the node leaves: a stale node object of an ended
+        // term never removes a later term's registration (here, or in etcd).
+        if self.lease().number() != term || self.own.lock().remove(&node).is_none() {
             return;
         }
         self.view.known.lock().nodes.remove(&node);
         let key = self.keys.node(node);
-        let _ = self.call(move |mut c| {
-            let key = key.clone();
-            async move { c.delete(key, None).await }
-        });
+        let txn = Txn::new()
+            .when(vec![Compare::lease(
+                key.clone(),
+                CompareOp::Equal,
+                term as i64,
+            )])
+            .and_then(vec![TxnOp::delete(key, None)]);
+        let _ = self.txn(txn);
     }
 
     fn set_active(&self, node: NodeId, active: u64) {
@@ -521,7 +602,7 @@ impl LocationStore for EtcdLocationStore {
 
     fn node_status(&self, node: NodeId) -> NodeStatus {
         if self.own.lock().contains_key(&node) {
-            return if self.lease.valid() {
+            return if self.lease().valid() {
                 NodeStatus::Alive
             } else {
                 NodeStatus::Gone
@@ -568,7 +649,7 @@ impl LocationStore for EtcdLocationStore {
 
     fn reserve_or_read(&self, spot: SpotId, kind: SpotKind, node: NodeId) -> Result<Reserved> {
         self.require_own(node)?;
-        self.require_lease()?;
+        let lease = self.require_lease(spot)?;
         let key = self.keys.location(spot);
         let key_again = key.clone();
         let value = LocationValue {
@@ -581,7 +662,7 @@ impl LocationStore for EtcdLocationStore {
             .and_then(vec![TxnOp::put(
                 key,
                 value.encode(),
-                Some(PutOptions::new().with_lease(self.lease.id)),
+                Some(PutOptions::new().with_lease(lease.id)),
             )])
             .or_else(vec![TxnOp::get(key_again, None)]);
         let answer = self
@@ -598,7 +679,7 @@ impl LocationStore for EtcdLocationStore {
             match &kv {
                 Some(kv)
                     if answer.retried
-                        && kv.lease() == self.lease.id
+                        && kv.lease() == lease.id
                         && LocationValue::decode(kv.value()) == Some(value) =>
                 {
                     kv.create_revision() as u64
@@ -615,11 +696,18 @@ impl LocationStore for EtcdLocationStore {
             kind,
             generation: epoch,
             authority: Authority { node, epoch },
+            term: lease.number(),
         }))
     }
 
     fn commit_ready(&self, r: &Reservation) -> Result<LocationRecord> {
-        self.require_lease()?;
+        let lease = self.require_lease(r.spot)?;
+        if lease.number() != r.term {
+            return Err(store_error(format!(
+                "spot {}: the term that reserved it has ended",
+                r.spot
+            )));
+        }
         let value = LocationValue {
             state: LocationState::Ready,
             kind: r.kind,
@@ -628,11 +716,11 @@ impl LocationStore for EtcdLocationStore {
         let put = TxnOp::put(
             self.keys.location(r.spot),
             value.encode(),
-            Some(PutOptions::new().with_lease(self.lease.id)),
+            Some(PutOptions::new().with_lease(lease.id)),
         );
         let f = self
             .fenced(r.spot, r.authority.epoch, true, put)
-            .map_err(store_error)?;
+            .map_err(|e| unavailable(r.spot, format!("the location store cannot be used ({e})")))?;
         // A retried commit may have been applied already: the record is then this
         // authority's Ready.
         let applied = f
@@ -656,10 +744,22 @@ impl LocationStore for EtcdLocationStore {
         Ok(record)
     }
 
-    fn abort(&self, r: &Reservation) {
+    fn abort(&self, r: &Reservation) -> Result<()> {
         self.view.forget(r.spot);
         let del = TxnOp::delete(self.keys.location(r.spot), None);
-        let _ = self.fenced(r.spot, r.authority.epoch, false, del);
+        self.fenced(r.spot, r.authority.epoch, false, del)
+            .map(drop)
+            .map_err(|e| unavailable(r.spot, format!("the location store cannot be used ({e})")))
+    }
+
+    fn abort_orphan(&self, spot: SpotId, authority: Authority) -> Result<()> {
+        self.view.forget(spot);
+        let del = TxnOp::delete(self.keys.location(spot), None);
+        // Fenced on the Creating put itself (create and mod revision): a record committed
+        // Ready meanwhile stays.
+        self.fenced(spot, authority.epoch, true, del)
+            .map(drop)
+            .map_err(|e| unavailable(spot, format!("the location store cannot be used ({e})")))
     }
 
     fn release(&self, spot: SpotId, authority: Authority) -> Result<()> {
@@ -667,7 +767,7 @@ impl LocationStore for EtcdLocationStore {
         let del = TxnOp::delete(self.keys.location(spot), None);
         let f = self
             .fenced(spot, authority.epoch, false, del)
-            .map_err(store_error)?;
+            .map_err(|e| unavailable(spot, format!("the location store cannot be used ({e})")))?;
         // A retried delete may have been applied already: the key is then gone.
         let done = f.held || (f.retried && f.current.is_none());
         if !done {
@@ -676,10 +776,6 @@ impl LocationStore for EtcdLocationStore {
             )));
         }
         Ok(())
-    }
-
-    fn authority_runs(&self, node: NodeId) -> bool {
-        self.lease.valid() && self.own.lock().contains_key(&node)
     }
 
     fn wait_change(&self, spot: SpotId, seen: u64, timeout: Duration) {
@@ -704,11 +800,12 @@ impl LocationStore for EtcdLocationStore {
 impl Drop for EtcdLocationStore {
     fn drop(&mut self) {
         self.stop.fire();
-        self.lease_stop.fire();
+        self.lease_stop.lock().fire();
         // A graceful end: revoking the lease deletes whatever is still attached to it.
-        if self.lease.valid() {
+        let lease = self.lease();
+        if lease.valid() {
             let mut client = self.client.clone();
-            let id = self.lease.id;
+            let id = lease.id;
             let _ = self.rt.block_on(async {
                 tokio::time::timeout(Duration::from_secs(2), client.lease_revoke(id)).await
             });
@@ -721,7 +818,7 @@ async fn flush_active(
     mut client: Client,
     keys: Keys,
     own: Arc<Mutex<HashMap<NodeId, (NodeValue, bool)>>>,
-    lease: Arc<LeaseState>,
+    lease: CurrentLease,
     every: Duration,
     stop: Arc<Stop>,
 ) {
@@ -730,8 +827,9 @@ async fn flush_active(
             _ = stop.wait() => return,
             _ = tokio::time::sleep(every) => {}
         }
-        if !lease.valid() {
-            return;
+        let current = lease.read().clone();
+        if !current.valid() {
+            continue; // until a new term is granted
         }
         let dirty: Vec<(NodeId, NodeValue)> = own
             .lock()
@@ -743,7 +841,7 @@ async fn flush_active(
             })
             .collect();
         for (node, value) in dirty {
-            let options = PutOptions::new().with_lease(lease.id);
+            let options = PutOptions::new().with_lease(current.id);
             if client
                 .put(keys.node(node), value.encode(), Some(options))
                 .await

@@ -252,7 +252,7 @@ fn commit_is_fenced_release_frees_the_id_and_generations_grow() {
     assert!(again.generation > r.generation);
     // The old reservation can no longer commit over the new one.
     assert!(a.commit_ready(&r).is_err());
-    b.abort(&again);
+    b.abort(&again).unwrap();
     assert!(a.read(id).unwrap().record.is_none());
     // A node id that is live already is refused, also from another process's store.
     assert!(b.register_node(NodeId(1), 10, None).is_err());
@@ -342,7 +342,7 @@ fn placement_picks_a_live_node_below_its_cap() {
     let p = prefix("place");
     let (a, b) = (store(&p, 10), store(&p, 10));
     a.register_node(NodeId(1), 2, None).unwrap();
-    b.register_node(NodeId(2), 5, None).unwrap();
+    let b_term = b.register_node(NodeId(2), 5, None).unwrap();
     wait_for("both nodes known to both", Duration::from_secs(5), || {
         a.node_status(NodeId(2)) == NodeStatus::Alive
             && b.node_status(NodeId(1)) == NodeStatus::Alive
@@ -364,7 +364,7 @@ fn placement_picks_a_live_node_below_its_cap() {
     assert_eq!(b.place(NodeId(2)), None, "every node full");
     // A node that leaves is never chosen again.
     a.set_active(NodeId(1), 0);
-    b.remove_node(NodeId(2));
+    b.remove_node(NodeId(2), b_term.number());
     wait_for("node 2 gone for a", Duration::from_secs(5), || {
         a.node_status(NodeId(2)) == NodeStatus::Gone
     });

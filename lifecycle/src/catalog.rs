@@ -57,6 +57,16 @@ pub(crate) struct Catalog<T> {
     slots: Mutex<Slots<T>>,
 }
 
+/// What one scan did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Scan {
+    /// Places examined.
+    pub examined: usize,
+    /// The cursor came round to the first place: every place was examined since the
+    /// previous scan that said so (a sweep ended).
+    pub wrapped: bool,
+}
+
 impl<T> Default for Catalog<T> {
     fn default() -> Self {
         Self {
@@ -129,17 +139,26 @@ impl<T: Clone> Catalog<T> {
             .count()
     }
 
+    /// Spots in the catalog now.
+    pub fn occupied(&self) -> usize {
+        let slots = self.slots.lock();
+        slots.len - slots.free.len()
+    }
+
     /// Examines the next at most `SCAN_LIMIT` places from the cursor (wrapping once),
     /// advancing it, and puts in `out` the Spots whose activity word `keep` accepts (never
-    /// one marked busy). Only the words are read for the others. Returns how many places
-    /// were examined.
-    pub fn next_batch(&self, out: &mut Vec<T>, keep: impl Fn(u64) -> bool) -> usize {
+    /// one marked busy). Only the words are read for the others.
+    pub fn next_batch(&self, out: &mut Vec<T>, keep: impl Fn(u64) -> bool) -> Scan {
         out.clear();
         let mut slots = self.slots.lock();
         let n = slots.len;
         if n == 0 {
-            return 0;
+            return Scan {
+                examined: 0,
+                wrapped: true,
+            };
         }
+        let mut wrapped = false;
         if slots.cursor >= n {
             slots.cursor = 0;
         }
@@ -156,12 +175,13 @@ impl<T: Clone> Catalog<T> {
             slots.cursor += 1;
             if slots.cursor == n {
                 slots.cursor = 0;
+                wrapped = true;
             }
             if slots.cursor.is_multiple_of(CHUNK) {
                 words = self.words.chunk(slots.cursor / CHUNK);
             }
         }
-        examined
+        Scan { examined, wrapped }
     }
 }
 
@@ -180,16 +200,28 @@ mod tests {
             })
             .collect();
         let mut out = Vec::new();
-        assert_eq!(c.next_batch(&mut out, |_| true), SCAN_LIMIT);
+        assert_eq!(
+            c.next_batch(&mut out, |_| true),
+            Scan {
+                examined: SCAN_LIMIT,
+                wrapped: false
+            }
+        );
         assert_eq!(out.len(), SCAN_LIMIT);
         assert_eq!(out[0], 0);
         c.next_batch(&mut out, |_| true);
         assert_eq!(out[0], 64);
         let mut seen = std::collections::HashSet::new();
+        let mut sweeps = 0;
         for _ in 0..4 {
-            c.next_batch(&mut out, |_| true);
+            sweeps += usize::from(c.next_batch(&mut out, |_| true).wrapped);
             seen.extend(out.iter().copied());
         }
+        assert_eq!(
+            sweeps, 1,
+            "200 places: the cursor comes round once in 4 more scans"
+        );
+        assert_eq!(c.occupied(), 200);
         assert_eq!(
             seen.len(),
             200,

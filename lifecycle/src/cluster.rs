@@ -17,11 +17,13 @@ use crate::store::NodeId;
 /// What one node asks of another.
 pub(crate) trait Peer: Send + Sync {
     /// The receiving side of a routed message: its Spot's object generation once admitted.
+    /// `payload` is taken when the message was admitted or may have run; it is left when
+    /// the request certainly did not run (so an intent may take it elsewhere).
     fn accept(
         &self,
         spot: SpotId,
         lane: LaneKind,
-        payload: Box<[u8]>,
+        payload: &mut Option<Box<[u8]>>,
         create: Option<SpotKind>,
     ) -> Result<u64>;
     /// Creates `spot` there (with `first` as its first message, taken when used): its

@@ -71,13 +71,19 @@ pub enum LifecycleError {
         /// Which queue refused.
         queue: Queue,
     },
-    /// An authority exists but its owner cannot be used; no creation was started (L3).
-    #[error("spot {spot} is unavailable: {evidence}")]
+    /// The Spot's owner cannot be used or reached now (an authority exists but its node is
+    /// down, the store cannot be reached, the request's answer was lost); no creation was
+    /// started (L3). Says whether the request may have run: a request that did not run
+    /// may be made again; one that may have run is the application's to judge.
+    #[error("spot {spot} is unavailable: {evidence}; {}", ran_text(*may_have_run))]
     Unavailable {
         /// The Spot addressed.
         spot: SpotId,
         /// Why the owner is known to be unusable.
         evidence: Arc<str>,
+        /// False: the request did not run anywhere. True: it may have run (its answer was
+        /// lost on the way back).
+        may_have_run: bool,
     },
     /// The Spot's factory failed; the creation's reservation was released.
     #[error("creating spot {spot} failed: {message}")]
@@ -112,6 +118,34 @@ pub enum LifecycleError {
     /// An error of the timer runtime underneath.
     #[error(transparent)]
     Timer(#[from] spot_timer_core::Error),
+}
+
+fn ran_text(may_have_run: bool) -> &'static str {
+    if may_have_run {
+        "the request may have run (its answer was lost) and is not retried"
+    } else {
+        "the request did not run"
+    }
+}
+
+impl LifecycleError {
+    /// `Unavailable`: the request did not run.
+    pub fn unavailable(spot: SpotId, evidence: impl Into<Arc<str>>) -> Self {
+        LifecycleError::Unavailable {
+            spot,
+            evidence: evidence.into(),
+            may_have_run: false,
+        }
+    }
+
+    /// True when the request certainly did not run: a refusal a route refresh may follow.
+    pub(crate) fn did_not_run(&self) -> bool {
+        match self {
+            LifecycleError::Unavailable { may_have_run, .. } => !may_have_run,
+            LifecycleError::StaleRoute { .. } => true,
+            _ => false,
+        }
+    }
 }
 
 impl From<crate::kind::InvalidKindNumber> for LifecycleError {

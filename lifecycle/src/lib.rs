@@ -44,6 +44,6 @@ pub use node::{
 pub use spot_timer_core::Outcome;
 pub use store::{
     Authority, EmbeddedStore, LocationRecord, LocationState, LocationStore, NodeId, NodeStatus,
-    Reserved,
+    NodeTerm, Reserved,
 };
 pub use work::{MessageRecord, SpotCompletion, SpotRecord, SpotTick};

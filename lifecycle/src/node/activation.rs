@@ -4,7 +4,7 @@
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
@@ -22,7 +22,7 @@ impl crate::cluster::Peer for Node {
         &self,
         spot: SpotId,
         lane: crate::lane::LaneKind,
-        payload: Box<[u8]>,
+        payload: &mut Option<Box<[u8]>>,
         create: Option<SpotKind>,
     ) -> Result<u64> {
         Node::accept(self, spot, lane, payload, create)
@@ -116,19 +116,19 @@ impl Node {
                     return Ok((authority.node, generation));
                 }
                 Resolution::Creating { revision } => {
+                    if self.take_over_orphan(id, &view) {
+                        continue;
+                    }
                     if Instant::now() >= until {
-                        return Err(LifecycleError::Unavailable {
-                            spot: id,
-                            evidence: "another creation of it did not finish in time".into(),
-                        });
+                        return Err(LifecycleError::unavailable(
+                            id,
+                            "another creation of it did not finish in time",
+                        ));
                     }
                     self.wait_creation(id, revision, until)?;
                 }
                 Resolution::Unavailable { evidence, .. } => {
-                    return Err(LifecycleError::Unavailable {
-                        spot: id,
-                        evidence: evidence.into(),
-                    })
+                    return Err(LifecycleError::unavailable(id, evidence))
                 }
                 Resolution::Missing => {
                     let Some(target) = self.store.place(self.id) else {
@@ -146,10 +146,9 @@ impl Node {
                         }
                     }
                     let remote = self.peer(target, id).map_err(|e| match e {
-                        LifecycleError::StaleRoute { .. } => LifecycleError::Unavailable {
-                            spot: id,
-                            evidence: "the node chosen for it has left".into(),
-                        },
+                        LifecycleError::StaleRoute { .. } => {
+                            LifecycleError::unavailable(id, "the node chosen for it has left")
+                        }
                         e => e,
                     })?;
                     match remote.activate_here(id, kind, first)? {
@@ -167,7 +166,7 @@ impl Node {
         let local = self.attempts.lock().get(&id).cloned();
         match local {
             Some(attempt) => match attempt.wait(until) {
-                Some(Err(e)) => Err(e),
+                Some(Err(e)) => Err(self.shared_failure(e)),
                 _ => Ok(()),
             },
             None => {
@@ -179,6 +178,32 @@ impl Node {
                 Ok(())
             }
         }
+    }
+
+    /// A refusal of a creation attempt this caller shared with others: counted for this
+    /// caller too (every refusal a caller sees is counted once).
+    fn shared_failure(&self, e: LifecycleError) -> LifecycleError {
+        if let LifecycleError::CapacityExceeded { queue } = &e {
+            self.counters.reject(*queue);
+        }
+        e
+    }
+
+    /// A reservation of this node that no attempt of this process holds (its attempt
+    /// ended with neither its commit nor its abort confirmed by the store): dropped, if
+    /// the record is still that reservation's Creating, so that this caller creates the
+    /// id. True when it was (or the record moved on meanwhile): read again.
+    fn take_over_orphan(&self, id: SpotId, view: &crate::store::StoreView) -> bool {
+        let Some(record) = view.record else {
+            return false;
+        };
+        if record.authority.node != self.id
+            || record.state != crate::store::LocationState::Creating
+            || self.attempts.lock().contains_key(&id)
+        {
+            return false;
+        }
+        self.store.abort_orphan(id, record.authority).is_ok()
     }
 
     fn same_kind(&self, s: &LocalSpot, kind: SpotKind) -> Result<()> {
@@ -224,12 +249,12 @@ impl Node {
             if !mine {
                 match attempt.wait(until) {
                     Some(Ok(())) => continue,
-                    Some(Err(e)) => return Err(e),
+                    Some(Err(e)) => return Err(self.shared_failure(e)),
                     None => {
-                        return Err(LifecycleError::Unavailable {
-                            spot: id,
-                            evidence: "its creation did not finish in time".into(),
-                        })
+                        return Err(LifecycleError::unavailable(
+                            id,
+                            "its creation did not finish in time",
+                        ))
                     }
                 }
             }
@@ -240,11 +265,14 @@ impl Node {
                 Ok(Ok(s)) => return Ok(Some(s)),
                 // Someone else holds the reservation: go round and wait for it.
                 Ok(Err(view)) => {
+                    if self.take_over_orphan(id, &view) {
+                        continue;
+                    }
                     if Instant::now() >= until {
-                        return Err(LifecycleError::Unavailable {
-                            spot: id,
-                            evidence: "another creation of it did not finish in time".into(),
-                        });
+                        return Err(LifecycleError::unavailable(
+                            id,
+                            "another creation of it did not finish in time",
+                        ));
                     }
                     match resolve(&view) {
                         Resolution::Creating { revision } => self.store.wait_change(
@@ -257,10 +285,7 @@ impl Node {
                             return Ok(None);
                         }
                         Resolution::Unavailable { evidence, .. } => {
-                            return Err(LifecycleError::Unavailable {
-                                spot: id,
-                                evidence: evidence.into(),
-                            })
+                            return Err(LifecycleError::unavailable(id, evidence))
                         }
                         _ => {}
                     }
@@ -281,6 +306,10 @@ impl Node {
     ) -> Result<std::result::Result<Arc<LocalSpot>, crate::store::StoreView>> {
         let _running = self.activations.read();
         self.check_open()?;
+        self.check_term(id)?;
+        if let Some((lane, payload)) = first.as_ref() {
+            self.check_fits(*lane, payload.len() as u64)?;
+        }
         // Take a place under the cap before anything else (given back unless the Spot is
         // published; a close gives it back later).
         if self.occupied.fetch_add(1, Relaxed) >= self.config.active_cap {
@@ -300,10 +329,15 @@ impl Node {
                 };
             }
         };
+        let factory_ran = std::cell::Cell::new(false);
         let fail = |e: LifecycleError| {
-            self.store.abort(&reservation);
+            self.abort_reservation(reservation);
             self.occupied.fetch_sub(1, Relaxed);
             self.counters.creation_failures.fetch_add(1, Relaxed);
+            // A factory that ran is always followed by a closing callback.
+            if factory_ran.get() {
+                self.closing_callback(id, kind, super::CloseReason::CreationFailed);
+            }
             e
         };
         // The Spot keeps only its authority's epoch: the node is this one.
@@ -320,6 +354,7 @@ impl Node {
             self.counters.factory_runs.fetch_add(1, Relaxed);
             let made = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| factory(id, kind)))
                 .unwrap_or_else(|_| Err("the factory panicked".to_string()));
+            factory_ran.set(made.is_ok());
             if let Err(msg) = made {
                 return Err(fail(LifecycleError::CreationFailed {
                     spot: id,
@@ -362,7 +397,7 @@ impl Node {
             spot.close.set_closing(true);
             spot.leave_catalog(&st, &self.catalog);
             drop(st);
-            self.spots.write().remove(id);
+            self.spots.write().remove_same(&spot);
             let _ = spot.owner.release();
             return Err(fail(e));
         }
@@ -370,15 +405,19 @@ impl Node {
             self.catalog.fill(p, spot.clone());
         }
         self.counters.created.fetch_add(1, Relaxed);
+        let mut admitted = Ok(());
         if let Some((lane, payload)) = first.take() {
-            if let Err(e) = self.admit_locked(&spot, &mut st, lane, payload) {
-                drop(st);
-                self.publish_active();
-                return Err(e);
+            let mut payload = Some(payload);
+            admitted = self.admit_locked(&spot, &mut st, lane, &mut payload);
+            if let Some(p) = payload {
+                *first = Some((lane, p));
             }
         }
         drop(st);
         self.publish_active();
-        Ok(Ok(spot))
+        if spot.place.is_some() {
+            self.arm_scan(Duration::ZERO);
+        }
+        admitted.map(|_| Ok(spot))
     }
 }

@@ -35,8 +35,14 @@ impl ActiveSpots {
         }
     }
 
-    pub(super) fn remove(&mut self, id: SpotId) {
-        if let Ok(e) = self.0.find_entry(hash(id), |s| s.id() == id) {
+    /// Removes `spot` if it is the one its id names (a later activation of the same id
+    /// stays).
+    pub(super) fn remove_same(&mut self, spot: &Arc<LocalSpot>) {
+        let id = spot.id();
+        if let Ok(e) = self
+            .0
+            .find_entry(hash(id), |s| s.id() == id && Arc::ptr_eq(s, spot))
+        {
             e.remove();
         }
     }

@@ -14,11 +14,14 @@ use crate::error::{LifecycleError, Queue, Result, StaleReason};
 use crate::kind::{Instance, Spot, SpotId, SpotKind, User};
 use crate::lane::{LaneKind, ITEM_OVERHEAD_BYTES};
 use crate::resolver::{resolve, Resolution};
-use crate::store::NodeId;
+use crate::store::{NodeId, NodeStatus};
 use crate::timer_work::{Work, DOORBELL_KEY};
 
 /// Routes to Spots of other nodes a node keeps at most.
 const ROUTE_CACHE_MAX: usize = 1 << 16;
+/// The longest one wait of a route refresh for the store's record to change (the record's
+/// change usually wakes it earlier).
+const ROUTE_REFRESH_WAIT: Duration = Duration::from_millis(100);
 
 impl Node {
     /// Sends an application message to a Ready Spot. A missing id gives `NotFound`
@@ -42,7 +45,13 @@ impl Node {
             return Ok(Err(e));
         }
         match self.local(spot) {
-            Some(s) => Ok(self.admit(&s, LaneKind::Application, payload)),
+            Some(s) => {
+                if let Err(e) = self.check_fits(LaneKind::Application, payload.len() as u64) {
+                    return Ok(Err(e));
+                }
+                let mut payload = Some(payload);
+                Ok(self.admit(&s, LaneKind::Application, &mut payload))
+            }
             None => Err(payload),
         }
     }
@@ -78,6 +87,13 @@ impl Node {
 
     /// Delivers `payload` to `spot` wherever it is. Returns the owner node and the
     /// Spot's object generation.
+    ///
+    /// An intent to create that meets a stale route — its Spot closing here, a node that
+    /// no longer owns it, a cached route to a node whose lease ended — refreshes the route
+    /// (L5): it waits for the store's record to change and resolves again, so a Spot
+    /// released meanwhile is created anew and one Ready elsewhere is reached there. The
+    /// message did not run in any of those cases: this is a route refresh, not a retry.
+    /// A plain send ends with the refusal.
     fn route(
         &self,
         spot: SpotId,
@@ -86,20 +102,80 @@ impl Node {
         create: Option<SpotKind>,
     ) -> Result<(NodeId, u64)> {
         self.check_open()?;
+        self.check_fits(lane, payload.len() as u64)?;
+        let until = Instant::now() + self.config.creation_wait;
+        let mut payload = Some(payload);
+        let mut fresh = false;
+        loop {
+            let mut tried = None;
+            let r = self.route_once(spot, lane, &mut payload, create, fresh, until, &mut tried);
+            match r {
+                Err(LifecycleError::StaleRoute { .. })
+                    if create.is_some()
+                        && payload.is_some()
+                        && !super::closing::closing_here(spot)
+                        && Instant::now() < until =>
+                {
+                    self.await_route_change(spot, tried, until);
+                    fresh = true;
+                }
+                r => return r,
+            }
+        }
+    }
+
+    /// Waits (at most until `until`) for the store's record of `spot` to move on from the
+    /// stale route that was tried at node `tried`: at once when the store already names
+    /// another owner or none.
+    fn await_route_change(&self, spot: SpotId, tried: Option<NodeId>, until: Instant) {
+        let Ok(view) = self.store.read(spot) else {
+            return;
+        };
+        let Some(record) = view.record else {
+            return; // Missing: the next round creates it
+        };
+        if tried.is_some_and(|n| n != record.authority.node) {
+            return; // Ready elsewhere: the next round goes there
+        }
+        let left = until.saturating_duration_since(Instant::now());
+        self.store
+            .wait_change(spot, view.revision, left.min(ROUTE_REFRESH_WAIT));
+    }
+
+    /// One resolution of `spot`'s route and one delivery attempt. `payload` is taken only
+    /// when the message was admitted (or handed to another process, where it may have run).
+    /// `fresh`: the store is read, not the route cache. `tried`: the node the attempt went
+    /// to.
+    #[allow(clippy::too_many_arguments)]
+    fn route_once(
+        &self,
+        spot: SpotId,
+        lane: LaneKind,
+        payload: &mut Option<Box<[u8]>>,
+        create: Option<SpotKind>,
+        fresh: bool,
+        until: Instant,
+        tried: &mut Option<NodeId>,
+    ) -> Result<(NodeId, u64)> {
+        self.check_open()?;
         if let Some(s) = self.local(spot) {
             self.check_kind(&s, create)?;
+            *tried = Some(self.id);
             self.admit(&s, lane, payload)?;
             return Ok((self.id, s.generation));
         }
-        let cached = self.routes.lock().get(&spot).copied();
-        if let Some(node) = cached {
-            return self.forward(node, spot, lane, payload, create);
+        self.check_term(spot)?;
+        if !fresh {
+            let cached = self.routes.lock().get(&spot).copied();
+            if let Some(node) = cached {
+                *tried = Some(node);
+                return self.forward(node, spot, lane, payload, create);
+            }
         }
-        let until = Instant::now() + self.config.creation_wait;
         // An intent to create looks at what the store holds without a request first; an
         // id unknown there goes straight to creation, whose reservation finds an existing
         // record in the same round trip as a read.
-        let mut first_look = create.is_some();
+        let mut first_look = create.is_some() && !fresh;
         loop {
             let view = if std::mem::take(&mut first_look) {
                 self.store.read_local(spot)
@@ -121,6 +197,7 @@ impl Node {
                             });
                         }
                     }
+                    *tried = Some(authority.node);
                     if authority.node == self.id {
                         // Created here since the first look at the admission view?
                         if let Some(s) = self.local(spot) {
@@ -141,28 +218,28 @@ impl Node {
                 Resolution::Creating { revision } => {
                     let left = until.saturating_duration_since(Instant::now());
                     if left == Duration::ZERO {
-                        return Err(LifecycleError::Unavailable {
+                        return Err(LifecycleError::unavailable(
                             spot,
-                            evidence: "its creation did not finish in time".into(),
-                        });
+                            "its creation did not finish in time",
+                        ));
                     }
                     self.wait_creation(spot, revision, until)?;
                 }
                 Resolution::Unavailable { evidence, .. } => {
-                    return Err(LifecycleError::Unavailable {
-                        spot,
-                        evidence: evidence.into(),
-                    })
+                    return Err(LifecycleError::unavailable(spot, evidence))
                 }
                 Resolution::Missing => match create {
                     None => return Err(LifecycleError::NotFound(spot)),
                     Some(kind) => {
                         // The creating call's message is the Spot's first.
-                        let mut first = Some((lane, payload));
-                        let (node, generation) = self.create(spot, kind, &mut first, view)?;
-                        let Some((lane, payload)) = first else {
+                        let mut first = payload.take().map(|p| (lane, p));
+                        let created = self.create(spot, kind, &mut first, view);
+                        *payload = first.map(|(_, p)| p);
+                        let (node, generation) = created?;
+                        if payload.is_none() {
                             return Ok((node, generation));
-                        };
+                        }
+                        *tried = Some(node);
                         if node == self.id {
                             let s = self.local(spot).ok_or(LifecycleError::NotFound(spot))?;
                             self.admit(&s, lane, payload)?;
@@ -174,6 +251,25 @@ impl Node {
                 },
             }
         }
+    }
+
+    /// Refuses at once a message that no lane of its kind could ever hold, and one larger
+    /// than the node's whole inbound budget — before any store read or creation (L6), so
+    /// an oversized first message creates nothing.
+    pub(super) fn check_fits(&self, lane: LaneKind, len: u64) -> Result<()> {
+        let limits = match lane {
+            LaneKind::Application => &self.config.application_lane,
+            LaneKind::Lifecycle => &self.config.lifecycle_lane,
+        };
+        let queue = if len.saturating_add(ITEM_OVERHEAD_BYTES) > limits.bytes {
+            lane.queue()
+        } else if len > self.config.node_inbound_bytes {
+            Queue::NodeInbound
+        } else {
+            return Ok(());
+        };
+        self.counters.reject(queue);
+        Err(LifecycleError::CapacityExceeded { queue })
     }
 
     fn check_kind(&self, s: &LocalSpot, create: Option<SpotKind>) -> Result<()> {
@@ -199,13 +295,14 @@ impl Node {
     }
 
     /// Hands the message to node `node`; a stale answer or an unreachable node drops the
-    /// cached route.
+    /// cached route. A node the store reports down is not asked: `Unavailable` at once
+    /// (the message did not run), whatever route led there.
     fn forward(
         &self,
         node: NodeId,
         spot: SpotId,
         lane: LaneKind,
-        payload: Box<[u8]>,
+        payload: &mut Option<Box<[u8]>>,
         create: Option<SpotKind>,
     ) -> Result<(NodeId, u64)> {
         let r = if node == self.id {
@@ -213,6 +310,14 @@ impl Node {
                 spot,
                 reason: StaleReason::NotOwner,
             })
+        } else if self.store.node_status(node) == NodeStatus::Down {
+            Err(LifecycleError::unavailable(
+                spot,
+                format!(
+                    "its owner node {} is down (the location store says so)",
+                    node.0
+                ),
+            ))
         } else {
             self.peer(node, spot)
                 .and_then(|remote| remote.accept(spot, lane, payload, create))
@@ -234,51 +339,84 @@ impl Node {
 
     /// The receiving side of a routed message (L4): admitted only if this node owns the
     /// Spot now and its owner's lease runs. The object generation is not compared.
+    /// `payload` is taken when admitted.
     pub(crate) fn accept(
         &self,
         spot: SpotId,
         lane: LaneKind,
-        payload: Box<[u8]>,
+        payload: &mut Option<Box<[u8]>>,
         create: Option<SpotKind>,
     ) -> Result<u64> {
         self.check_open()?;
         let Some(s) = self.local(spot) else {
             self.counters.stale_routes.fetch_add(1, Relaxed);
-            return Err(LifecycleError::StaleRoute {
-                spot,
-                reason: StaleReason::NotOwner,
-            });
+            let reason = if self.term_runs() {
+                StaleReason::NotOwner
+            } else {
+                StaleReason::LeaseExpired
+            };
+            return Err(LifecycleError::StaleRoute { spot, reason });
         };
         self.check_kind(&s, create)?;
         self.admit(&s, lane, payload)?;
         Ok(s.generation)
     }
 
-    /// Admits one item to a local Spot's lane, ringing its doorbell if none is rung: the
-    /// item reaches the host in a burst of its Spot's messages under one record of the
-    /// timer runtime, so it runs under the Spot's gate and lease check and in the same
-    /// batches as its ticks.
-    pub(crate) fn admit(&self, s: &LocalSpot, lane: LaneKind, payload: Box<[u8]>) -> Result<()> {
-        if !self.store.authority_runs(self.id) {
-            self.counters.stale_routes.fetch_add(1, Relaxed);
-            return Err(LifecycleError::StaleRoute {
-                spot: s.id(),
-                reason: StaleReason::LeaseExpired,
-            });
+    /// A refusal of Spot `s` (counted as a stale route).
+    fn stale(&self, s: &LocalSpot, reason: StaleReason) -> LifecycleError {
+        self.counters.stale_routes.fetch_add(1, Relaxed);
+        LifecycleError::StaleRoute {
+            spot: s.id(),
+            reason,
+        }
+    }
+
+    /// Admits one item to a local Spot's lane (taking it from `payload`), ringing its
+    /// doorbell if none is rung: the item reaches the host in a burst of its Spot's
+    /// messages under one record of the timer runtime, so it runs under the Spot's gate
+    /// and lease check and in the same batches as its ticks.
+    ///
+    /// The reason of a refusal is decided under the Spot's lock: a Spot whose close has
+    /// begun says `Closing` (or `LeaseExpired` when it closes because its authority
+    /// ended), never what its close does to its owner meanwhile.
+    pub(crate) fn admit(
+        &self,
+        s: &LocalSpot,
+        lane: LaneKind,
+        payload: &mut Option<Box<[u8]>>,
+    ) -> Result<()> {
+        let mut st = s.state.lock();
+        if s.close.closing() {
+            let reason = if s.close.lost() {
+                StaleReason::LeaseExpired
+            } else {
+                StaleReason::Closing
+            };
+            return Err(self.stale(s, reason));
+        }
+        if !self.term_runs() {
+            return Err(self.stale(s, StaleReason::LeaseExpired));
         }
         if let Err(e) = s.owner.check() {
-            self.counters.stale_routes.fetch_add(1, Relaxed);
-            let reason = match e {
-                spot_timer_core::Error::LeaseExpired => StaleReason::LeaseExpired,
-                _ => StaleReason::NotOwner,
-            };
-            return Err(LifecycleError::StaleRoute {
-                spot: s.id(),
-                reason,
-            });
+            drop(st);
+            // Not closing, so not released: only its lease can have ended.
+            if matches!(e, spot_timer_core::Error::LeaseExpired) {
+                self.note_expired();
+            }
+            return Err(self.stale(s, StaleReason::LeaseExpired));
         }
-        let mut st = s.state.lock();
-        self.admit_locked(s, &mut st, lane, payload)
+        let r = self.admit_locked(s, &mut st, lane, payload);
+        if matches!(
+            r,
+            Err(LifecycleError::StaleRoute {
+                reason: StaleReason::LeaseExpired,
+                ..
+            })
+        ) {
+            drop(st);
+            self.note_expired();
+        }
+        r
     }
 
     /// [`Node::admit`] with the Spot's lock already held (the creator admits the first
@@ -288,15 +426,11 @@ impl Node {
         s: &LocalSpot,
         st: &mut super::SpotState,
         lane: LaneKind,
-        payload: Box<[u8]>,
+        payload: &mut Option<Box<[u8]>>,
     ) -> Result<()> {
-        let len = payload.len() as u64;
+        let len = payload.as_ref().map_or(0, |p| p.len() as u64);
         if s.close.closing() {
-            self.counters.stale_routes.fetch_add(1, Relaxed);
-            return Err(LifecycleError::StaleRoute {
-                spot: s.id(),
-                reason: StaleReason::Closing,
-            });
+            return Err(self.stale(s, StaleReason::Closing));
         }
         let limits = match lane {
             LaneKind::Application => &self.config.application_lane,
@@ -330,19 +464,18 @@ impl Node {
                 self.inbound_bytes.fetch_sub(len, Relaxed);
                 give_back(st);
                 return Err(match e {
-                    spot_timer_core::Error::LeaseExpired => LifecycleError::StaleRoute {
-                        spot: s.id(),
-                        reason: StaleReason::LeaseExpired,
-                    },
-                    spot_timer_core::Error::Revoked => LifecycleError::StaleRoute {
-                        spot: s.id(),
-                        reason: StaleReason::NotOwner,
-                    },
+                    // Not closing (checked under this lock), so not released: its lease.
+                    spot_timer_core::Error::LeaseExpired | spot_timer_core::Error::Revoked => {
+                        self.stale(s, StaleReason::LeaseExpired)
+                    }
                     other => other.into(),
                 });
             }
         }
-        let item = Item { payload, cost };
+        let item = Item {
+            payload: payload.take().unwrap_or_default(),
+            cost,
+        };
         let q = &mut st.pending().queues;
         match lane {
             LaneKind::Application => q.application.push_back(item),

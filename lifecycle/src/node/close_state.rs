@@ -1,9 +1,9 @@
 //! Where a Spot's close stands, in one byte outside its mutex: whether a close is in
-//! progress (read without the lock by the start check of every record of the Spot), the
-//! reason of a close waiting for the record that holds the Spot's gate to complete, and
-//! whether the close has taken the Spot out of the eviction catalog (its place may then
-//! be another Spot's). The node changes it with the Spot's lock held, so it agrees with
-//! what the lock guards.
+//! progress (read without the lock by the start check of every record of the Spot),
+//! whether it closes because its authority ended, the reason of a close waiting for the
+//! record that holds the Spot's gate to complete, and whether the close has taken the Spot
+//! out of the eviction catalog (its place may then be another Spot's). The node changes it
+//! with the Spot's lock held, so it agrees with what the lock guards.
 
 use std::sync::atomic::AtomicU8;
 use std::sync::atomic::Ordering::{AcqRel, Acquire};
@@ -13,15 +13,19 @@ use super::config::CloseReason;
 /// The bit set while a close is in progress.
 const CLOSING: u8 = 1;
 /// The bits of the waiting close's reason (0: none).
-const PENDING: u8 = 0b110;
+const PENDING: u8 = 0b1110;
 /// The bit set once the Spot has left the eviction catalog.
-const LEFT_CATALOG: u8 = 0b1000;
+const LEFT_CATALOG: u8 = 0b1_0000;
+/// The bit set when the close is for an authority that ended (`CloseReason::AuthorityLost`).
+const LOST: u8 = 0b10_0000;
 
 fn encode(reason: CloseReason) -> u8 {
     let n = match reason {
         CloseReason::IdleEvicted => 1,
         CloseReason::Closed => 2,
         CloseReason::NodeShutdown => 3,
+        CloseReason::AuthorityLost => 4,
+        CloseReason::CreationFailed => 5,
     };
     n << PENDING.trailing_zeros()
 }
@@ -31,7 +35,9 @@ fn decode(bits: u8) -> Option<CloseReason> {
         0 => None,
         1 => Some(CloseReason::IdleEvicted),
         2 => Some(CloseReason::Closed),
-        _ => Some(CloseReason::NodeShutdown),
+        3 => Some(CloseReason::NodeShutdown),
+        4 => Some(CloseReason::AuthorityLost),
+        _ => Some(CloseReason::CreationFailed),
     }
 }
 
@@ -51,6 +57,17 @@ impl CloseState {
         } else {
             self.0.fetch_and(!CLOSING, AcqRel);
         }
+    }
+
+    /// Notes that the close is for an authority that ended: refusals say the lease ran
+    /// out, not that the Spot is closing.
+    pub(super) fn set_lost(&self) {
+        self.0.fetch_or(LOST, AcqRel);
+    }
+
+    /// Whether the close is for an authority that ended.
+    pub(super) fn lost(&self) -> bool {
+        self.0.load(Acquire) & LOST != 0
     }
 
     /// Notes a close waiting for the record that holds the Spot's gate.
@@ -90,6 +107,8 @@ mod tests {
             CloseReason::IdleEvicted,
             CloseReason::Closed,
             CloseReason::NodeShutdown,
+            CloseReason::AuthorityLost,
+            CloseReason::CreationFailed,
         ] {
             s.set_closing(true);
             s.set_pending(reason);
@@ -106,5 +125,8 @@ mod tests {
         assert!(s.left_catalog());
         assert!(!s.closing());
         assert_eq!(s.take_pending(), None);
+        assert!(!s.lost());
+        s.set_lost();
+        assert!(s.lost() && s.left_catalog() && !s.closing());
     }
 }

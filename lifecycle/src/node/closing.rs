@@ -9,9 +9,19 @@ use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed};
 use std::sync::Arc;
 
 use super::{CloseReason, LocalSpot, Node};
-use crate::error::Result;
-use crate::kind::{Instance, Spot, User};
+use crate::error::{LifecycleError, Result};
+use crate::kind::{Instance, Spot, SpotId, SpotKind, User};
 use crate::lane::ITEM_OVERHEAD_BYTES;
+
+thread_local! {
+    /// The Spot whose closing callback runs on this thread, if any.
+    static CLOSING_HERE: std::cell::Cell<Option<SpotId>> = const { std::cell::Cell::new(None) };
+}
+
+/// True when this thread is inside the closing callback of `spot`.
+pub(super) fn closing_here(spot: SpotId) -> bool {
+    CLOSING_HERE.with(|c| c.get() == Some(spot))
+}
 
 impl Node {
     /// Closes User Spot `spot`: its closing callback runs (`Closed`), its timers end, its
@@ -27,21 +37,29 @@ impl Node {
         Ok(self.close_spot(&s, CloseReason::Closed, false))
     }
 
-    /// One idle-eviction pass: examines at most 64 Instance Spots from the catalog's
-    /// cursor and evicts those idle past `instance_idle_timeout` with no work pending or
-    /// running and their gate free. Returns how many it evicted.
+    /// One idle-eviction pass now, beside the node's own (see `idle_scan`): examines at
+    /// most 64 Instance Spots from the catalog's cursor and evicts those idle past
+    /// `instance_idle_timeout` with no work pending or running and their gate free.
+    /// Returns how many it evicted.
     pub fn evict_idle(&self) -> usize {
+        self.scan_pass().0
+    }
+
+    /// One idle-eviction pass: how many it evicted, and whether the cursor came round to
+    /// the catalog's start (a sweep over every place ended).
+    pub(super) fn scan_pass(&self) -> (usize, bool) {
         let Some(timeout) = self.config.instance_idle_timeout else {
-            return 0;
+            return (0, true);
         };
         let timeout = timeout.as_nanos().min(u64::MAX as u128) as u64;
         let now = self.rt.now();
         let mut batch = Vec::new();
         // Reads the activity words of the places it passes over; only candidates are taken
         // further.
-        let examined = self
+        let scan = self
             .catalog
             .next_batch(&mut batch, |since| now.saturating_sub(since) >= timeout);
+        let examined = scan.examined;
         self.counters.eviction_passes.fetch_add(1, Relaxed);
         self.counters
             .eviction_examined
@@ -59,7 +77,7 @@ impl Node {
                 evicted += 1;
             }
         }
-        evicted
+        (evicted, scan.wrapped)
     }
 
     /// The close transaction. With `quiescent_only` it closes nothing unless the Spot
@@ -135,7 +153,7 @@ impl Node {
     }
 
     /// Drops what waits in the Spot's lanes (counted), returning its inbound bytes.
-    fn drop_queued(&self, s: &LocalSpot) {
+    pub(super) fn drop_queued(&self, s: &LocalSpot) {
         let (drained, doorbell) = {
             let mut st = s.state.lock();
             let dropped = st.pending.as_mut().map_or((0, None), |p| {
@@ -161,33 +179,63 @@ impl Node {
     }
 
     /// The rest of a close, its gate held (`gate`) or the node shutting down: the closing
-    /// callback, the teardown of the activation, then the release of its location.
-    fn finish_close(&self, s: &Arc<LocalSpot>, reason: CloseReason, gate: bool) {
-        if let Some(cb) = &self.config.on_close {
-            // Host code: a panic must not leave the Spot half-closed.
-            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                cb(s.id(), s.kind(), reason)
-            }));
+    /// callback, the teardown of the activation, then the release of its location. A Spot
+    /// whose authority ended meanwhile (given up, or the node's term is over) closes as
+    /// `AuthorityLost` — its callback is told to save nothing — and its location is not
+    /// released by a term that is over (the store's end of the term releases it).
+    pub(super) fn finish_close(&self, s: &Arc<LocalSpot>, reason: CloseReason, gate: bool) {
+        let term_runs = self.term_runs();
+        let lost = s.close.lost() || !term_runs;
+        let reason = match reason {
+            CloseReason::CreationFailed => CloseReason::CreationFailed,
+            _ if lost => CloseReason::AuthorityLost,
+            r => r,
+        };
+        if lost {
+            let _st = s.state.lock();
+            s.close.set_lost();
         }
+        self.closing_callback(s.id(), s.kind(), reason);
         // Its timers and doorbells end; the owner is forgotten once they have.
         let _ = s.owner.release();
         if gate {
             let _ = s.owner.leave_gate();
         }
         self.drop_queued(s);
-        self.spots.write().remove(s.id());
+        self.spots.write().remove_same(s);
         self.occupied.fetch_sub(1, Relaxed);
         s.leave_catalog(&s.state.lock(), &self.catalog);
         self.publish_active();
-        let authority = crate::store::Authority {
-            node: self.id,
-            epoch: s.epoch,
-        };
-        let _ = self.store.release(s.id(), authority);
+        // A shutdown that found the store unreachable leaves the rest to the term's end.
+        if term_runs && !self.releases_failing.load(Acquire) {
+            let authority = crate::store::Authority {
+                node: self.id,
+                epoch: s.epoch,
+            };
+            // A store that cannot be reached answers `Unavailable` (a fenced-off release,
+            // `Store`: nothing to do).
+            let r = self.store.release(s.id(), authority);
+            if matches!(r, Err(LifecycleError::Unavailable { .. })) && self.closed.load(Acquire) {
+                self.releases_failing
+                    .store(true, std::sync::atomic::Ordering::Release);
+            }
+        }
         match reason {
             CloseReason::IdleEvicted => self.counters.evicted.fetch_add(1, Relaxed),
+            CloseReason::AuthorityLost => self.counters.lost.fetch_add(1, Relaxed),
             _ => self.counters.closed.fetch_add(1, Relaxed),
         };
+    }
+
+    /// Runs the application's closing callback (host code: a panic must not leave the
+    /// Spot half-closed). While it runs, an intent for the same Spot on this thread is
+    /// refused at once instead of waiting for this close.
+    pub(super) fn closing_callback(&self, id: SpotId, kind: SpotKind, reason: CloseReason) {
+        if let Some(cb) = &self.config.on_close {
+            let outer = CLOSING_HERE.with(|c| c.replace(Some(id)));
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| cb(id, kind, reason)));
+            CLOSING_HERE.with(|c| c.set(outer));
+        }
     }
 
     /// Closes the node: every Spot closes (`NodeShutdown`), then the timer runtime.
@@ -210,6 +258,7 @@ impl Node {
         if self.closed.swap(true, AcqRel) {
             return Vec::new();
         }
+        self.keeper.stop();
         // Activations in progress finish (or fail on `closed`) before anything closes.
         drop(self.activations.write());
         // No Spot is created here any more: the list is complete.
@@ -240,7 +289,8 @@ impl Node {
         if let Some(mut server) = self.server.lock().take() {
             server.stop();
         }
-        self.store.remove_node(self.id);
+        let term = self.term.read().number();
+        self.store.remove_node(self.id, term);
         targets
     }
 }

@@ -15,8 +15,12 @@ use crate::work::DEFAULT_CREATION_WAIT;
 /// the creation and releases its reservation.
 pub type Factory = Arc<dyn Fn(SpotId, SpotKind) -> std::result::Result<(), String> + Send + Sync>;
 
-/// Called once when a Spot closes, before its location is released; no new work is
-/// admitted meanwhile. The application saves what it needs here.
+/// Called once for every Spot whose factory ran, when the Spot goes. With `IdleEvicted`,
+/// `Closed` and `NodeShutdown` the node still holds the Spot's authority: no new work is
+/// admitted meanwhile, no handler of the Spot runs beside it, and its location is released
+/// only after it returns — the application saves what it needs here. With `AuthorityLost`
+/// and `CreationFailed` the Spot never was, or no longer is, this node's: drop its object
+/// and save nothing.
 pub type ClosingCallback = Arc<dyn Fn(SpotId, SpotKind, CloseReason) + Send + Sync>;
 
 /// Why a Spot closed.
@@ -28,6 +32,13 @@ pub enum CloseReason {
     Closed,
     /// Its node shut down.
     NodeShutdown,
+    /// The node's authority over it ended first — its term in the store (the process was
+    /// stopped or cut off from the store past its lease) or its owner lease: another node
+    /// may own it now. Its state must not be saved.
+    AuthorityLost,
+    /// Its creation failed after the factory ran (the store refused or could not be
+    /// reached): it never became Ready. Nothing of it is to be saved.
+    CreationFailed,
 }
 
 /// How to build a node.

@@ -5,7 +5,7 @@
 //! and applies the completions of the previous batch: each returns its lane reservation
 //! and counts as activity, and the last message of a burst completes its doorbell.
 
-use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::Ordering::{Acquire, Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -38,20 +38,34 @@ impl Node {
             r?;
             return Err(e);
         }
-        let mut records = Vec::new();
-        let r = self.rt.exchange(&core_done, &mut records, max, timeout);
-        self.retry_closes();
-        r?;
+        // The node's own records (its idle scans, work of Spots closed meanwhile) are
+        // consumed here: the call goes on receiving until it has something for the host
+        // or its time is up, as the runtime's own exchange would.
+        let until = timeout.map(|t| std::time::Instant::now() + t);
         let before = out.len();
-        let total = records.len();
-        for (i, r) in records.into_iter().enumerate() {
-            let Record::Tick(core) = r else { continue };
-            // Room for this record's burst, leaving one place for each record after it.
-            let room = max
-                .saturating_sub(out.len() - before)
-                .saturating_sub(total - i - 1)
-                .max(1);
-            self.take_over(core, room, out);
+        let mut records = Vec::new();
+        loop {
+            records.clear();
+            let left = until.map(|u| u.saturating_duration_since(std::time::Instant::now()));
+            let r = self.rt.exchange(&core_done, &mut records, max, left);
+            core_done.clear();
+            self.retry_closes();
+            r?;
+            let total = records.len();
+            for (i, r) in records.drain(..).enumerate() {
+                let Record::Tick(core) = r else { continue };
+                // Room for this record's burst, leaving one place for each record after it.
+                let room = max
+                    .saturating_sub(out.len() - before)
+                    .saturating_sub(total - i - 1)
+                    .max(1);
+                self.take_over(core, room, out);
+            }
+            let timed_out = until.is_some_and(|u| std::time::Instant::now() >= u);
+            if out.len() > before || total == 0 || timed_out || self.closed.load(Acquire) {
+                break;
+            }
+            core_done = std::mem::take(&mut *self.deferred.lock());
         }
         Ok(out.len() - before)
     }
@@ -61,8 +75,8 @@ impl Node {
     /// runs; a message only after the earlier messages of its burst). Complete it
     /// `NotStarted` otherwise.
     pub fn begin(&self, record: &SpotRecord) -> bool {
-        // Nothing of a node whose authority in the store ended starts.
-        if !self.store.authority_runs(self.id) {
+        // Nothing of a term that ended starts.
+        if !self.term_runs() {
             return false;
         }
         match record {
@@ -89,6 +103,11 @@ impl Node {
     /// Turns a record of the timer runtime into the Spot work it stands for: a doorbell
     /// into a burst of at most `room` messages, a tick into one record.
     fn take_over(&self, core: TickRecord<Work>, room: usize, out: &mut Vec<SpotRecord>) {
+        if let Work::Scan = core.payload() {
+            // Not the host's: it runs here, with no Spot's lock held.
+            self.run_scan(core);
+            return;
+        }
         let spot = SpotId(core.owner_id());
         let Some(s) = self.local(spot) else {
             // Closed meanwhile: what it stood for was dropped with the Spot.
@@ -113,6 +132,7 @@ impl Node {
             return;
         }
         match *core.payload() {
+            Work::Scan => unreachable!("taken over above"),
             Work::Doorbell => self.hand_burst(&s, &mut st, core, room, out),
             Work::Timer(user) => {
                 let limits = self.config.application_lane;

@@ -17,24 +17,37 @@
 //! - A closing Spot (its `close` state, changed under its mutex and kept outside it for the
 //!   start check) admits and starts nothing; its close finishes once no record of it holds
 //!   its gate.
+//! - Everything a node does for its Spots belongs to its current term in the store
+//!   (`authority`): nothing is admitted or started, no closing callback that may save
+//!   state runs, once the term has ended. Its Spots' owner leases in the timer runtime
+//!   never run past what the store has confirmed of the term, and the node's keeper
+//!   renews them while the term runs. A node whose term ended gives its Spots up
+//!   (`CloseReason::AuthorityLost`) before it takes a new term.
 //! - Work reaches the host only as records of the timer runtime, so a Spot's messages and
 //!   timer ticks share its serial gate (T9), its owner's lease check (T6) and the batch.
+//! - The node schedules its own idle scans: a timer of its runtime on the Entry Spot's
+//!   owner, armed only while the catalog holds Spots, consumed inside `exchange`
+//!   (`idle_scan`).
 //! - A Spot with queued messages has one doorbell rung (`Queues::doorbell`): rung when
 //!   its lanes go from empty to not empty, and again when a burst leaves messages behind.
 //!   A doorbell's record hands the host a burst of up to `BURST_LIMIT` messages and holds
 //!   the Spot's gate until the last of them completed (`Pending::burst_left`).
 //!
 //! Split by role: `activation` (creation, L3), `admission` (send, routing, L4, L6),
-//! `delivery` (exchange and completion), `closing` (close and idle eviction, L5); a Spot's
-//! state in `local_spot`, the configuration in `config`, the counters in `stats`.
+//! `delivery` (exchange and completion), `closing` (close and idle eviction, L5),
+//! `idle_scan` (the node's own eviction passes), `authority` (the node's term, its
+//! keeper); a Spot's state in `local_spot`, the configuration in `config`, the counters
+//! in `stats`.
 
 mod activation;
 mod active_spots;
 mod admission;
+mod authority;
 mod close_state;
 mod closing;
 mod config;
 mod delivery;
+mod idle_scan;
 mod local_spot;
 mod pending;
 mod stats;
@@ -51,7 +64,7 @@ use crate::cluster::{Cluster, Peer};
 use crate::error::{LifecycleError, Queue, Result};
 use crate::kind::{Entry, Instance, Kind, Spot, SpotId, SpotKind, SpotMap, User};
 use crate::lane::{LaneKind, LaneUse};
-use crate::store::{LocationStore, NodeAddress, NodeId};
+use crate::store::{LocationStore, NodeAddress, NodeId, NodeStatus, NodeTerm};
 use crate::timer_work::Work;
 use crate::transport::{PeerServer, Remotes};
 
@@ -103,10 +116,22 @@ pub struct Node {
     /// Spots active or being created here: taken before a factory runs, so concurrent
     /// creations cannot pass the active cap together.
     occupied: AtomicU64,
-    /// The Entry Spot's handle (it lives as long as the node).
-    entry: std::sync::OnceLock<Spot<Entry>>,
+    /// The Entry Spot's handle (created again in every term).
+    entry: Mutex<Option<Spot<Entry>>>,
+    /// The node's current term of authority in the store.
+    term: RwLock<Arc<dyn NodeTerm>>,
+    /// The thread that renews the Spots' leases and takes a new term when one ends.
+    keeper: authority::Keeper,
+    /// Whether an idle scan is armed (`idle_scan`).
+    scan_armed: std::sync::atomic::AtomicBool,
     /// Spots whose close waits for a running record (see `Node::retry_closes`).
     closing: Mutex<Vec<Arc<LocalSpot>>>,
+    /// Reservations of failed creations whose abort the store did not confirm: the keeper
+    /// tries again, so no id stays Creating while this node lives.
+    failed_aborts: Mutex<Vec<crate::store::Reservation>>,
+    /// Set during a shutdown once a release found the store unreachable: the remaining
+    /// releases are left to the end of the node's term.
+    releases_failing: std::sync::atomic::AtomicBool,
     /// Serves other processes' nodes (when `config.listen`); stopped at shutdown.
     server: Mutex<Option<PeerServer>>,
     /// The address other processes reach this node at.
@@ -137,8 +162,12 @@ impl Node {
         })?;
         let mut server = config.listen.map(PeerServer::bind).transpose()?;
         let address = server.as_ref().map(PeerServer::address);
-        store.register_node(config.node, config.active_cap, address)?;
-        let remotes = Remotes::new(config.creation_wait + REMOTE_ANSWER_MARGIN);
+        let term = store.register_node(config.node, config.active_cap, address)?;
+        let given_up = {
+            let store = store.clone();
+            Arc::new(move |n| store.node_status(n) != NodeStatus::Alive)
+        };
+        let remotes = Remotes::new(config.creation_wait + REMOTE_ANSWER_MARGIN, given_up);
         let node = Arc::new(Self {
             id: config.node,
             config,
@@ -156,8 +185,13 @@ impl Node {
             closed: Default::default(),
             activations: RwLock::new(()),
             occupied: AtomicU64::new(0),
-            entry: std::sync::OnceLock::new(),
+            entry: Mutex::new(None),
+            term: RwLock::new(term),
+            keeper: authority::Keeper::default(),
+            scan_armed: Default::default(),
             closing: Mutex::default(),
+            failed_aborts: Mutex::default(),
+            releases_failing: Default::default(),
             server: Mutex::new(None),
             address,
             remotes,
@@ -173,22 +207,26 @@ impl Node {
             }
             *node.server.lock() = Some(server);
         }
-        let entry = match node.activate(node.config.entry, SpotKind::Entry, &mut None, &mut None) {
-            Ok(Some(s)) => {
-                let _ = node.entry.set(Spot::new(s.id(), s.generation));
-                Ok(())
-            }
-            Ok(None) => Err(LifecycleError::InvalidArgument(format!(
-                "entry spot id {} is owned by another node",
-                node.config.entry
-            ))),
-            Err(e) => Err(e),
-        };
-        if let Err(e) = entry {
+        if let Err(e) = node.create_entry() {
             node.shutdown();
             return Err(e);
         }
+        node.keeper.start(&node);
         Ok(node)
+    }
+
+    /// Creates the node's Entry Spot (at its start, and in every new term).
+    fn create_entry(&self) -> Result<()> {
+        match self.activate(self.config.entry, SpotKind::Entry, &mut None, &mut None)? {
+            Some(s) => {
+                *self.entry.lock() = Some(Spot::new(s.id(), s.generation));
+                Ok(())
+            }
+            None => Err(LifecycleError::InvalidArgument(format!(
+                "entry spot id {} is owned by another node",
+                self.config.entry
+            ))),
+        }
     }
 
     /// The address other node processes reach this node at (when it listens).
@@ -205,15 +243,14 @@ impl Node {
         }
         match self.store.node_address(node) {
             NodeAddress::Listening(address) => Ok(self.remotes.peer(node, address)),
-            NodeAddress::NotListening => Err(LifecycleError::Unavailable {
+            NodeAddress::NotListening => Err(LifecycleError::unavailable(
                 spot,
-                evidence: format!(
+                format!(
                     "its node {} runs in another process and does not listen for other \
                      processes (NodeConfig::listen)",
                     node.0
-                )
-                .into(),
-            }),
+                ),
+            )),
             NodeAddress::Unknown => Err(LifecycleError::StaleRoute {
                 spot,
                 reason: crate::error::StaleReason::NotOwner,
@@ -226,9 +263,12 @@ impl Node {
         self.id
     }
 
-    /// The node's Entry Spot.
+    /// The node's Entry Spot (of its current term: a node that took a new term created it
+    /// again, and a handle of the old one names nothing).
     pub fn entry(&self) -> Spot<Entry> {
-        *self.entry.get().expect("a started node has its Entry Spot")
+        self.entry
+            .lock()
+            .expect("a started node has its Entry Spot")
     }
 
     /// The Instance Spot `id` if it is active on this node.
@@ -378,6 +418,8 @@ impl Node {
             creation_failures: c.creation_failures.load(Relaxed),
             evicted: c.evicted.load(Relaxed),
             closed: c.closed.load(Relaxed),
+            authority_lost: c.lost.load(Relaxed),
+            terms_renewed: c.terms.load(Relaxed),
             messages_admitted: c.messages_admitted.load(Relaxed),
             messages_completed: c.messages_completed.load(Relaxed),
             messages_dropped: c.messages_dropped.load(Relaxed),
@@ -406,7 +448,7 @@ impl Node {
 
     fn owner_options(&self) -> spot_timer_core::OwnerOptions {
         spot_timer_core::OwnerOptions {
-            lease: self.config.owner_lease,
+            lease: self.spot_lease(),
             gate: GateMode::Serial,
         }
     }

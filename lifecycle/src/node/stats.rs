@@ -19,6 +19,12 @@ pub struct NodeStats {
     pub evicted: u64,
     /// Counter: Spots closed by a call or the node's shutdown.
     pub closed: u64,
+    /// Counter: Spots given up because the node's authority over them ended first (its
+    /// term in the store, or their owner lease): closed with `AuthorityLost`.
+    pub authority_lost: u64,
+    /// Counter: terms of authority the node took after its first (each after its previous
+    /// term ended).
+    pub terms_renewed: u64,
     /// Counter: messages admitted to a lane.
     pub messages_admitted: u64,
     /// Counter: messages whose handler ran and completed (Ok or Failed).
@@ -51,6 +57,8 @@ pub(super) struct Counters {
     pub(super) creation_failures: AtomicU64,
     pub(super) evicted: AtomicU64,
     pub(super) closed: AtomicU64,
+    pub(super) lost: AtomicU64,
+    pub(super) terms: AtomicU64,
     pub(super) messages_admitted: AtomicU64,
     pub(super) messages_completed: AtomicU64,
     pub(super) messages_dropped: AtomicU64,

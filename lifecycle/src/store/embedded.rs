@@ -4,6 +4,7 @@
 //! Missing again).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
@@ -24,6 +25,8 @@ struct State {
     /// an entry changes only as its id's record goes.
     generations: SpotMap<u64>,
     nodes: HashMap<NodeId, NodeEntry>,
+    /// Terms granted so far (the next term's number is one more).
+    terms: u64,
 }
 
 impl State {
@@ -47,6 +50,17 @@ struct NodeEntry {
     cap: u64,
     active: u64,
     address: Option<std::net::SocketAddr>,
+    /// The node's current term: ended by `expire_node` (or when the node leaves).
+    term: Arc<TermFlag>,
+}
+
+impl State {
+    /// The running term of `node` numbered `term`, if that is its current one.
+    fn running_term(&self, node: NodeId, term: u64) -> bool {
+        self.nodes
+            .get(&node)
+            .is_some_and(|n| n.term.number() == term && n.term.runs())
+    }
 }
 
 /// The embedded Location Store (the default).
@@ -72,12 +86,15 @@ impl EmbeddedStore {
         self.changed.notify_all();
     }
 
-    /// Ends a node's lease: its authorities are released (the ids become Missing).
+    /// Ends a node's lease: its term ends (the node admits and starts nothing of it any
+    /// more, and takes a new term), and its authorities are released (the ids become
+    /// Missing).
     pub fn expire_node(&self, node: NodeId) {
         let mut s = self.state.lock();
         if let Some(n) = s.nodes.get_mut(&node) {
             n.status = NodeStatus::Gone;
             n.active = 0;
+            n.term.end();
         }
         let number = s.node_numbers.get(node);
         let gone: Vec<SpotId> = s
@@ -110,16 +127,15 @@ impl LocationStore for EmbeddedStore {
         node: NodeId,
         active_cap: u64,
         address: Option<std::net::SocketAddr>,
-    ) -> Result<()> {
+    ) -> Result<Arc<dyn NodeTerm>> {
         let mut s = self.state.lock();
-        if s.nodes
-            .get(&node)
-            .is_some_and(|n| n.status == NodeStatus::Alive)
-        {
+        if s.nodes.get(&node).is_some_and(|n| n.term.runs()) {
             return Err(LifecycleError::Store(
                 format!("node id {} is already live in this store", node.0).into(),
             ));
         }
+        s.terms += 1;
+        let term = Arc::new(TermFlag::new(s.terms));
         s.nodes.insert(
             node,
             NodeEntry {
@@ -127,10 +143,11 @@ impl LocationStore for EmbeddedStore {
                 cap: active_cap,
                 active: 0,
                 address,
+                term: term.clone(),
             },
         );
         s.revision += 1;
-        Ok(())
+        Ok(term)
     }
 
     fn node_address(&self, node: NodeId) -> NodeAddress {
@@ -146,9 +163,14 @@ impl LocationStore for EmbeddedStore {
         }
     }
 
-    fn remove_node(&self, node: NodeId) {
+    fn remove_node(&self, node: NodeId, term: u64) {
         let mut s = self.state.lock();
-        s.nodes.remove(&node);
+        if s.nodes.get(&node).is_none_or(|n| n.term.number() != term) {
+            return; // a later term of the node id registered since: it stays
+        }
+        if let Some(n) = s.nodes.remove(&node) {
+            n.term.end();
+        }
         s.revision += 1;
         self.changed.notify_all();
     }
@@ -201,14 +223,16 @@ impl LocationStore for EmbeddedStore {
         if s.records.contains_key(&spot) {
             return Ok(None);
         }
-        if s.nodes
+        let Some(term) = s
+            .nodes
             .get(&node)
-            .is_none_or(|n| n.status != NodeStatus::Alive)
-        {
+            .filter(|n| n.status == NodeStatus::Alive && n.term.runs())
+            .map(|n| n.term.number())
+        else {
             return Err(LifecycleError::Store(
                 format!("node {} is not a live node of this store", node.0).into(),
             ));
-        }
+        };
         let number = s.node_numbers.number(node)?;
         s.revision += 1;
         let rev = s.revision;
@@ -228,11 +252,21 @@ impl LocationStore for EmbeddedStore {
             kind,
             generation,
             authority,
+            term,
         }))
     }
 
     fn commit_ready(&self, r: &Reservation) -> Result<LocationRecord> {
         let mut s = self.state.lock();
+        if !s.running_term(r.authority.node, r.term) {
+            return Err(LifecycleError::Store(
+                format!(
+                    "spot {}: the term of node {} that reserved it has ended",
+                    r.spot, r.authority.node.0
+                )
+                .into(),
+            ));
+        }
         s.revision += 1;
         let rev = s.revision;
         let number = s.node_numbers.get(r.authority.node);
@@ -252,7 +286,7 @@ impl LocationStore for EmbeddedStore {
         Ok(out)
     }
 
-    fn abort(&self, r: &Reservation) {
+    fn abort(&self, r: &Reservation) -> Result<()> {
         let mut s = self.state.lock();
         let number = s.node_numbers.get(r.authority.node);
         if s.records
@@ -263,6 +297,20 @@ impl LocationStore for EmbeddedStore {
             s.revision += 1;
         }
         self.changed.notify_all();
+        Ok(())
+    }
+
+    fn abort_orphan(&self, spot: SpotId, authority: Authority) -> Result<()> {
+        let mut s = self.state.lock();
+        let number = s.node_numbers.get(authority.node);
+        if s.records.get(&spot).is_some_and(|held| {
+            held.held_by(authority, number) && held.state() == LocationState::Creating
+        }) {
+            s.records.remove(&spot);
+            s.revision += 1;
+            self.changed.notify_all();
+        }
+        Ok(())
     }
 
     fn release(&self, spot: SpotId, authority: Authority) -> Result<()> {
@@ -306,8 +354,8 @@ mod tests {
     fn generations_continue_across_release_and_expiry_and_not_across_abort() {
         let store = EmbeddedStore::new();
         let (a, b) = (NodeId(1), NodeId(2));
-        store.register_node(a, 10, None).unwrap();
-        store.register_node(b, 10, None).unwrap();
+        let _ta = store.register_node(a, 10, None).unwrap();
+        let _tb = store.register_node(b, 10, None).unwrap();
         let spot = SpotId(7);
         let first = store.reserve(spot, SpotKind::Instance, a).unwrap().unwrap();
         assert_eq!(first.generation, 1);
@@ -320,7 +368,7 @@ mod tests {
         // An aborted creation leaves the next one at the same generation.
         let aborted = store.reserve(spot, SpotKind::User, b).unwrap().unwrap();
         assert_eq!(aborted.generation, 2);
-        store.abort(&aborted);
+        store.abort(&aborted).unwrap();
         let second = store.reserve(spot, SpotKind::User, b).unwrap().unwrap();
         assert_eq!(second.generation, 2);
         let record = store.commit_ready(&second).unwrap();
@@ -328,11 +376,45 @@ mod tests {
         assert_eq!(record.authority.node, b);
         // The owner's lease ends: the record goes, the next creation continues.
         store.expire_node(b);
+        assert!(!_tb.runs(), "the expired node's term is over");
         assert_eq!(generation_read(&store, spot), None);
         let third = store.reserve(spot, SpotKind::Instance, a).unwrap().unwrap();
         assert_eq!(third.generation, 3);
         // A release fenced by an older authority changes nothing.
         assert!(store.release(spot, second.authority).is_err());
         assert_eq!(generation_read(&store, spot), Some(3));
+    }
+
+    #[test]
+    fn a_term_fences_commits_and_the_leaving_of_its_node() {
+        let store = EmbeddedStore::new();
+        let n = NodeId(4);
+        let first = store.register_node(n, 10, None).unwrap();
+        assert!(
+            store.register_node(n, 10, None).is_err(),
+            "a running term is refused a second one"
+        );
+        let r = store
+            .reserve(SpotId(1), SpotKind::Instance, n)
+            .unwrap()
+            .unwrap();
+        assert_eq!(r.term, first.number());
+        store.expire_node(n);
+        let second = store.register_node(n, 10, None).unwrap();
+        assert!(second.runs() && !first.runs());
+        assert_ne!(first.number(), second.number());
+        // A reservation of the ended term is never committed in the new one.
+        let stale = Reservation {
+            term: first.number(),
+            ..r
+        };
+        assert!(store.commit_ready(&stale).is_err());
+        // The old term's leaving does not remove the new term's registration.
+        store.remove_node(n, first.number());
+        assert_eq!(store.node_status(n), NodeStatus::Alive);
+        assert!(second.runs());
+        store.remove_node(n, second.number());
+        assert!(!second.runs());
+        assert_eq!(store.node_status(n), NodeStatus::Gone);
     }
 }

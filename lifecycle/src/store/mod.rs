@@ -9,8 +9,12 @@
 
 mod compact_record;
 mod embedded;
+mod term;
 
 pub use embedded::EmbeddedStore;
+pub use term::{NodeTerm, TermFlag};
+
+use std::sync::Arc;
 
 use crate::error::Result;
 use crate::kind::{SpotId, SpotKind};
@@ -85,6 +89,9 @@ pub struct Reservation {
     pub generation: u64,
     /// The creator and the fence of this attempt.
     pub authority: Authority,
+    /// The number of the creator's term ([`NodeTerm::number`]) the reservation was made
+    /// in: a commit of another term is refused.
+    pub term: u64,
 }
 
 /// Where a node can be reached from another process.
@@ -110,20 +117,23 @@ pub enum Reserved {
 /// A Location Store. Every method is atomic with respect to the others.
 pub trait LocationStore: Send + Sync {
     /// Registers a node with its active-Spot cap and the address other node processes
-    /// reach it at (None: reachable in this process only), or registers it again after it
-    /// was down or gone. A node id that is live already is refused.
+    /// reach it at (None: reachable in this process only), or registers it again after
+    /// its term ended: the node's new term of authority. A node id whose term runs is
+    /// refused. An unreachable store is `Unavailable`.
     fn register_node(
         &self,
         node: NodeId,
         active_cap: u64,
         address: Option<std::net::SocketAddr>,
-    ) -> Result<()>;
+    ) -> Result<Arc<dyn NodeTerm>>;
     /// Where `node` can be reached from another process, as registered. Read on every
     /// message forwarded to another process: a store answers it from what it holds,
     /// asking only about a node it has not heard of yet.
     fn node_address(&self, node: NodeId) -> NodeAddress;
-    /// A node that shut down (its Spots closed) leaves: it is never chosen again.
-    fn remove_node(&self, node: NodeId);
+    /// A node that shut down (its Spots closed) leaves: it is never chosen again. Fenced
+    /// by the term that registered it: the registration of a later term of the same node
+    /// id (a restarted node) stays.
+    fn remove_node(&self, node: NodeId, term: u64);
     /// Updates the node's count of active Spots (for placement).
     fn set_active(&self, node: NodeId, active: u64);
     /// A live node whose active count is below its cap, preferring `preferred`, then the
@@ -153,19 +163,17 @@ pub trait LocationStore: Send + Sync {
     /// Commits a reservation as Ready (fenced: fails if the reservation is gone). Returns
     /// the new record.
     fn commit_ready(&self, reservation: &Reservation) -> Result<LocationRecord>;
-    /// Drops a reservation whose creation failed.
-    fn abort(&self, reservation: &Reservation);
+    /// Drops a reservation whose creation failed (fenced: a later record of the id stays).
+    /// Err when the store could not be asked: the caller tries again later, so a failed
+    /// creation never holds its id.
+    fn abort(&self, reservation: &Reservation) -> Result<()>;
+    /// Drops `spot`'s record if it is still the Creating reservation of `authority` (an
+    /// attempt that ended with neither its commit nor its abort confirmed): a record that
+    /// moved on (committed Ready, or another reservation) stays.
+    fn abort_orphan(&self, spot: SpotId, authority: Authority) -> Result<()>;
     /// Releases an authority after its Spot closed (fenced by the authority epoch): the id
     /// is Missing afterwards.
     fn release(&self, spot: SpotId, authority: Authority) -> Result<()>;
     /// Waits up to `timeout` for the record of `spot` to change from revision `seen`.
     fn wait_change(&self, spot: SpotId, seen: u64, timeout: std::time::Duration);
-    /// Whether `node`'s own authority still runs in the store (a distributed store: its
-    /// node lease). Asked before any work of the node's Spots starts and before a message
-    /// is admitted: once false, nothing of that authority starts again. A store whose
-    /// nodes hold no lease of their own (the embedded one) says true.
-    fn authority_runs(&self, node: NodeId) -> bool {
-        let _ = node;
-        true
-    }
 }

@@ -31,17 +31,24 @@ use crate::cluster::Peer;
 use crate::store::NodeId;
 use client::TcpPeer;
 
+/// Whether the store reports a node unusable (down, or its lease over): a request waiting
+/// for that node's answer stops waiting.
+pub(crate) type GivenUp = Arc<dyn Fn(NodeId) -> bool + Send + Sync>;
+
 /// The nodes of other processes this node has reached, by id.
 pub(crate) struct Remotes {
     answer_timeout: Duration,
+    given_up: GivenUp,
     peers: Mutex<HashMap<NodeId, Arc<TcpPeer>>>,
 }
 
 impl Remotes {
-    /// `answer_timeout`: how long a request may wait for its answer.
-    pub(crate) fn new(answer_timeout: Duration) -> Self {
+    /// `answer_timeout`: how long a request may wait for its answer; `given_up`: asked
+    /// while it waits, so a node the store reports down is not waited for.
+    pub(crate) fn new(answer_timeout: Duration, given_up: GivenUp) -> Self {
         Self {
             answer_timeout,
+            given_up,
             peers: Mutex::default(),
         }
     }
@@ -53,7 +60,12 @@ impl Remotes {
         match peers.get(&node) {
             Some(p) if p.address() == address => p.clone(),
             _ => {
-                let p = Arc::new(TcpPeer::new(node, address, self.answer_timeout));
+                let p = Arc::new(TcpPeer::new(
+                    node,
+                    address,
+                    self.answer_timeout,
+                    self.given_up.clone(),
+                ));
                 peers.insert(node, p.clone());
                 p
             }

@@ -171,7 +171,7 @@ fn handle(node: &dyn Peer, request: Request) -> Result<Answer> {
             create,
             payload,
         } => node
-            .accept(spot, lane, payload, create)
+            .accept(spot, lane, &mut Some(payload), create)
             .map(|generation| Answer::Accepted { generation }),
         Request::Activate { spot, kind, first } => {
             let mut first = first;

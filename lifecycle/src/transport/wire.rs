@@ -331,9 +331,14 @@ fn encode_error(b: &mut Vec<u8>, e: &LifecycleError) {
                 Queue::Activation => 3,
             });
         }
-        LifecycleError::Unavailable { spot, evidence } => {
+        LifecycleError::Unavailable {
+            spot,
+            evidence,
+            may_have_run,
+        } => {
             b.push(4);
             b.extend_from_slice(&spot.0.to_le_bytes());
+            b.push(u8::from(*may_have_run));
             put_text(b, evidence);
         }
         LifecycleError::CreationFailed { spot, message } => {
@@ -432,6 +437,11 @@ fn decode_error(c: &mut Cursor<'_>) -> Option<RemoteError> {
         },
         4 => LifecycleError::Unavailable {
             spot: SpotId(c.u64()?),
+            may_have_run: match c.u8()? {
+                0 => false,
+                1 => true,
+                _ => return None,
+            },
             evidence: c.text()?,
         },
         5 => LifecycleError::CreationFailed {
@@ -517,6 +527,7 @@ mod tests {
             LifecycleError::Unavailable {
                 spot: SpotId(5),
                 evidence: "its owner is down".into(),
+                may_have_run: true,
             },
             LifecycleError::CreationFailed {
                 spot: SpotId(6),

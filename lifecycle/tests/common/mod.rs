@@ -119,3 +119,80 @@ pub fn messages_for(ran: &[Ran], spot: SpotId) -> usize {
         .filter(|r| matches!(r, Ran::Message(s, _) if *s == spot))
         .count()
 }
+
+/// A host thread for real-clock tests: exchanges for ever, runs every record with a
+/// handler that records it (spot, payload or key) and completes it Ok, until stopped.
+pub struct Dispatcher {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    pub ran: Arc<Mutex<Vec<Ran>>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Dispatcher {
+    pub fn start(node: Arc<Node>) -> Self {
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let ran: Arc<Mutex<Vec<Ran>>> = Arc::default();
+        let thread = {
+            let (stop, ran) = (stop.clone(), ran.clone());
+            std::thread::spawn(move || {
+                let mut done = Vec::new();
+                let mut out = Vec::new();
+                while !stop.load(SeqCst) {
+                    out.clear();
+                    if node
+                        .exchange(&done, &mut out, 1024, Some(Duration::from_millis(5)))
+                        .is_err()
+                    {
+                        done.clear();
+                        continue;
+                    }
+                    done.clear();
+                    for r in &out {
+                        if node.begin(r) {
+                            ran.lock().unwrap().push(match r {
+                                SpotRecord::Message(m) => {
+                                    Ran::Message(m.spot(), m.payload().to_vec())
+                                }
+                                SpotRecord::Tick(t) => Ran::Tick(t.spot(), t.key()),
+                            });
+                            done.push(r.complete(Outcome::Ok));
+                        } else {
+                            done.push(r.complete(Outcome::NotStarted));
+                        }
+                    }
+                }
+                let _ = node.complete(&done);
+            })
+        };
+        Self {
+            stop,
+            ran,
+            thread: Some(thread),
+        }
+    }
+
+    pub fn ran(&self) -> Vec<Ran> {
+        self.ran.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Dispatcher {
+    fn drop(&mut self) {
+        self.stop.store(true, SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Polls `cond` until it holds or `limit` passes; false on timeout.
+pub fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let until = std::time::Instant::now() + limit;
+    while std::time::Instant::now() < until {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    cond()
+}

@@ -86,11 +86,19 @@ class SpotKind(enum.IntEnum):
 
 
 class CloseReason(enum.IntEnum):
-    """Why a Spot closed (the closing callback's ``reason``)."""
+    """Why a Spot closed (the closing callback's ``reason``). With ``IDLE_EVICTED``,
+    ``CLOSED`` and ``NODE_SHUTDOWN`` the node still holds the Spot's authority: save its
+    state there. With ``AUTHORITY_LOST`` and ``CREATION_FAILED`` it is not (or no longer)
+    this node's: drop its object, save nothing."""
 
     IDLE_EVICTED = 0
     CLOSED = 1
     NODE_SHUTDOWN = 2
+    #: The node's authority over it ended first (its term in the store, or its owner
+    #: lease): another node may own it now.
+    AUTHORITY_LOST = 3
+    #: Its creation failed after the factory ran: it never became Ready.
+    CREATION_FAILED = 4
 
 
 class Lane(enum.IntEnum):
@@ -183,6 +191,11 @@ class NodeStats:
     eviction_passes: int
     #: Spots examined by those passes (at most 64 per pass).
     eviction_examined: int
+    #: Spots given up because the node's authority over them ended first
+    #: (``CloseReason.AUTHORITY_LOST``).
+    authority_lost: int
+    #: Terms of authority the node took after its first (each after one ended).
+    terms_renewed: int
 
 
 #: The application lane's default limits: 1,024 items, 64 MiB.

@@ -62,6 +62,8 @@ class CloseReason(enum.IntEnum):
     IDLE_EVICTED = 0
     CLOSED = 1
     NODE_SHUTDOWN = 2
+    AUTHORITY_LOST = 3
+    CREATION_FAILED = 4
 
 class Lane(enum.IntEnum):
     APPLICATION = 0
@@ -116,6 +118,8 @@ class NodeStats:
     ticks_deferred: int
     eviction_passes: int
     eviction_examined: int
+    authority_lost: int
+    terms_renewed: int
     def __init__(
         self,
         active_spots: int,
@@ -135,6 +139,8 @@ class NodeStats:
         ticks_deferred: int,
         eviction_passes: int,
         eviction_examined: int,
+        authority_lost: int,
+        terms_renewed: int,
     ) -> None: ...
 
 APPLICATION_LANE_LIMITS: LaneLimits

@@ -4,6 +4,7 @@
 use std::mem::ManuallyDrop;
 use std::ops::Deref;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
 use std::time::Duration;
 
 use pyo3::prelude::*;
@@ -11,8 +12,8 @@ use pyo3::types::{PyByteArray, PyBytes, PyString};
 
 use spot_lifecycle::store::{NodeAddress, Reservation, Reserved, StoreView};
 use spot_lifecycle::{
-    Authority, LifecycleError, LocationRecord, LocationStore, NodeId, NodeStatus, Result, SpotId,
-    SpotKind,
+    Authority, LifecycleError, LocationRecord, LocationStore, NodeId, NodeStatus, NodeTerm, Result,
+    SpotId, SpotKind,
 };
 use spot_lifecycle_etcd::{EtcdConfig, EtcdLocationStore};
 
@@ -157,23 +158,22 @@ impl Drop for SharedEtcd {
     }
 }
 
-/// Every method is the etcd store's own (including `authority_runs`, whose default would
-/// otherwise say the node's lease always runs).
+/// Every method is the etcd store's own.
 impl LocationStore for SharedEtcd {
     fn register_node(
         &self,
         node: NodeId,
         active_cap: u64,
         address: Option<std::net::SocketAddr>,
-    ) -> Result<()> {
+    ) -> Result<Arc<dyn NodeTerm>> {
         self.0.register_node(node, active_cap, address)
     }
 
     fn node_address(&self, node: NodeId) -> NodeAddress {
         self.0.node_address(node)
     }
-    fn remove_node(&self, node: NodeId) {
-        self.0.remove_node(node)
+    fn remove_node(&self, node: NodeId, term: u64) {
+        self.0.remove_node(node, term)
     }
     fn set_active(&self, node: NodeId, active: u64) {
         self.0.set_active(node, active)
@@ -199,16 +199,16 @@ impl LocationStore for SharedEtcd {
     fn commit_ready(&self, reservation: &Reservation) -> Result<LocationRecord> {
         self.0.commit_ready(reservation)
     }
-    fn abort(&self, reservation: &Reservation) {
+    fn abort(&self, reservation: &Reservation) -> Result<()> {
         self.0.abort(reservation)
+    }
+    fn abort_orphan(&self, spot: SpotId, authority: Authority) -> Result<()> {
+        self.0.abort_orphan(spot, authority)
     }
     fn release(&self, spot: SpotId, authority: Authority) -> Result<()> {
         self.0.release(spot, authority)
     }
     fn wait_change(&self, spot: SpotId, seen: u64, timeout: Duration) {
         self.0.wait_change(spot, seen, timeout)
-    }
-    fn authority_runs(&self, node: NodeId) -> bool {
-        self.0.authority_runs(node)
     }
 }

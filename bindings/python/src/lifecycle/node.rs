@@ -532,7 +532,9 @@ impl PyNode {
             stale_routes,
             ticks_deferred,
             eviction_passes,
-            eviction_examined
+            eviction_examined,
+            authority_lost,
+            terms_renewed
         );
         types(py)?.node_stats.bind(py).call((), Some(&d))
     }

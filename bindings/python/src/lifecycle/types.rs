@@ -12,7 +12,7 @@ use spot_lifecycle::{CloseReason, LaneKind, Queue, SpotKind, StaleReason};
 
 pub struct Types {
     spot_kind: [Py<PyAny>; 3],
-    close_reason: [Py<PyAny>; 3],
+    close_reason: [Py<PyAny>; 5],
     lane: [Py<PyAny>; 2],
     queue: [Py<PyAny>; 4],
     stale_reason: [Py<PyAny>; 3],
@@ -76,6 +76,8 @@ impl Types {
             CloseReason::IdleEvicted => 0,
             CloseReason::Closed => 1,
             CloseReason::NodeShutdown => 2,
+            CloseReason::AuthorityLost => 3,
+            CloseReason::CreationFailed => 4,
         };
         self.close_reason[i].bind(py).clone()
     }
