@@ -139,6 +139,18 @@ extern "C" {
 #define SPOT_CLOSE_NODE_SHUTDOWN 2
 
 /**
+ * The node's authority over it ended first (its term in the store — the process was
+ * stopped or cut off from the store past its lease — or its owner lease): another node
+ * may own it now. Drop its object; save nothing.
+ */
+#define SPOT_CLOSE_AUTHORITY_LOST 3
+
+/**
+ * Its creation failed after the factory ran: it never became Ready. Drop its object.
+ */
+#define SPOT_CLOSE_CREATION_FAILED 4
+
+/**
  * `spot_relocation_target::what`: a Spot (User or Instance).
  */
 #define SPOT_TARGET_SPOT 0
@@ -267,9 +279,11 @@ extern "C" {
  * `records_taken_back`, `records_abandoned` and `scheduler_wakes_by_hosts`. 2.1 adds
  * `spot_runtime_close` and the Spot lifecycle; 2.2 delivery sessions and the etcd store;
  * 2.3 `spot_node_config::listen` and `spot_node_address` (nodes of several processes
- * reach each other over TCP); 2.4 `spot_session_batch` (a session's batch form).
+ * reach each other over TCP); 2.4 `spot_session_batch` (a session's batch form); 2.5 the
+ * closing reasons SPOT_CLOSE_AUTHORITY_LOST and SPOT_CLOSE_CREATION_FAILED and
+ * `spot_node_stats::authority_lost` / `terms_renewed` (a node's term of authority).
  */
-#define SPOT_ABI_VERSION ((2 << 16) | 4)
+#define SPOT_ABI_VERSION ((2 << 16) | 5)
 
 /**
  * The outcome cell of a batch record whose outcome the host has not written yet.
@@ -423,9 +437,14 @@ typedef int32_t (*spot_factory_fn)(void *env,
                                    size_t msg_len);
 
 /**
- * Told once when a Spot closes (`reason`: SPOT_CLOSE_*), before its location is
- * released; nothing new is admitted to it meanwhile. Runs on the thread that closes it;
- * it must not call back into the node.
+ * Told once for every Spot whose factory ran, when it goes (`reason`: SPOT_CLOSE_*).
+ * With IDLE_EVICTED, CLOSED and NODE_SHUTDOWN the node still holds its authority: it runs
+ * before the Spot's location is released, nothing new is admitted meanwhile, and no
+ * handler of the Spot runs beside it — save state here. With AUTHORITY_LOST and
+ * CREATION_FAILED the Spot is not (or no longer) this node's: drop it, save nothing.
+ * Runs on the thread that closes it (a host's exchanging thread for idle evictions, the
+ * node's keeper thread for Spots whose authority ended); it must not call back into the
+ * node.
  */
 typedef void (*spot_closing_fn)(void *env, uint64_t spot_id, uint32_t kind, uint32_t reason);
 
@@ -677,6 +696,15 @@ struct spot_node_stats {
      * Spots examined by those passes (at most 64 each).
      */
     uint64_t eviction_examined;
+    /**
+     * Spots given up because the node's authority over them ended first (closed with
+     * SPOT_CLOSE_AUTHORITY_LOST).
+     */
+    uint64_t authority_lost;
+    /**
+     * Terms of authority the node took after its first.
+     */
+    uint64_t terms_renewed;
 };
 
 /**
@@ -1571,7 +1599,7 @@ spot_status spot_owner_gate_leave(uint64_t rt, uint64_t owner_id);
 
 /**
  * The ABI version of the library: `(major << 16) | minor`; this header is
- * `SPOT_ABI_VERSION` (2.4). A host built against major M works with a library of the
+ * `SPOT_ABI_VERSION` (2.5). A host built against major M works with a library of the
  * same major M and a minor >= its own.
  *
  * Infallible. Thread-safe.

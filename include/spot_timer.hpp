@@ -444,6 +444,8 @@ enum class CloseReason : uint32_t {
     IdleEvicted = SPOT_CLOSE_IDLE_EVICTED,
     Closed = SPOT_CLOSE_CLOSED,
     NodeShutdown = SPOT_CLOSE_NODE_SHUTDOWN,
+    AuthorityLost = SPOT_CLOSE_AUTHORITY_LOST,
+    CreationFailed = SPOT_CLOSE_CREATION_FAILED,
 };
 
 // The C structs of the lifecycle (NodeStats shares its name with spot_node_stats()).

@@ -33,7 +33,7 @@ VALGRIND := valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-k
 # blocking it.
 T := timeout --kill-after=10 120
 C_TEST_SRC := $(wildcard tests/c/*.c)
-C_SUITE_SRC := $(filter-out tests/c/lease_sigstop.c tests/c/cancel_race.c,$(C_TEST_SRC))
+C_SUITE_SRC := $(filter-out tests/c/lease_sigstop.c tests/c/cancel_race.c tests/c/lifecycle_authority.c,$(C_TEST_SRC))
 LEASE_SRC := tests/c/lease_sigstop.c tests/c/harness.c
 
 TEST_TARGETS += test-c
@@ -84,6 +84,7 @@ test-c: c-deps header-check ffi-lib
 	gcc $(C_CFLAGS) $(SAN) $(LEASE_SRC) $(C_SHARED) -o $(C_BUILD)/lease_asan_shared
 	gcc $(C_CFLAGS) $(LEASE_SRC) $(C_STATIC) -o $(C_BUILD)/lease_static
 	gcc $(C_CFLAGS) $(SAN) tests/c/cancel_race.c $(C_STATIC) -o $(C_BUILD)/cancel_race_asan
+	gcc $(C_CFLAGS) $(SAN) tests/c/lifecycle_authority.c tests/c/harness.c $(C_STATIC) -o $(C_BUILD)/lifecycle_authority_asan
 	g++ $(CXX_FLAGS) $(SAN) examples/cpp/*.cpp $(C_STATIC) -o $(C_BUILD)/example_cpp_asan
 	g++ $(CXX_FLAGS) $(SAN) tests/cpp/wrapper.cpp $(C_STATIC) -o $(C_BUILD)/cpp_wrapper_asan
 	g++ $(CXX_FLAGS) $(SAN) tests/cpp/result_table.cpp $(C_STATIC) -o $(C_BUILD)/cpp_result_table_asan
@@ -100,6 +101,8 @@ test-c: c-deps header-check ffi-lib
 	@echo "== SIGSTOP lease test, valgrind (x5 durations)"; $(T) $(VALGRIND) $(C_BUILD)/lease_static 5
 	@echo "== cancel x notice x exchange racing failing hooks, 20,000 rounds, ASan/UBSan"; \
 	  $(T) $(C_BUILD)/cancel_race_asan 20000
+	@echo "== a node's own lease, scans and term; refusals (real clocks), ASan/UBSan"; \
+	  $(T) $(C_BUILD)/lifecycle_authority_asan
 	@echo "== C++ wrapper example, ASan/UBSan";      $(T) $(C_BUILD)/example_cpp_asan > $(C_BUILD)/example_cpp.out && tail -1 $(C_BUILD)/example_cpp.out
 	@echo "== C++ wrapper tests, ASan/UBSan";        $(T) $(C_BUILD)/cpp_wrapper_asan
 	@echo "== C++ result table, ASan/UBSan";         $(T) $(C_BUILD)/cpp_result_table_asan

@@ -119,11 +119,13 @@ reliability-stress:
 	  exit $${PIPESTATUS[0]}
 
 # The Spot lifecycle under 8 sending threads with eviction running: no message lost or run
-# twice, live heap flat over rounds (lifecycle/tests/stress.rs).
+# twice, live heap flat over rounds (lifecycle/tests/stress.rs); and a node that keeps itself
+# alive for a minute (0.5 s owner lease, 0.2 s idle timeout, 10,000 Instance Spots, no call to
+# evict_idle: lifecycle/tests/keeps_itself_alive.rs).
 reliability-lifecycle:
 	@mkdir -p $(REL_BUILD)
-	$(REL_LIFECYCLE_ENV) $(REL_T) $(REL_LIMIT) $(CARGO) test --release -p spot-lifecycle \
-	  --test stress -- --ignored --nocapture 2>&1 \
+	$(REL_LIFECYCLE_ENV) KEEPALIVE_SECS=60 $(REL_T) $(REL_LIMIT) $(CARGO) test --release -p spot-lifecycle \
+	  --test stress --test keeps_itself_alive -- --ignored --nocapture 2>&1 \
 	  | tee $(REL_BUILD)/lifecycle-stress.log | grep -E 'FIGURES|^test |test result|panicked'; \
 	  exit $${PIPESTATUS[0]}
 

@@ -16,7 +16,7 @@
 //!   outside it.
 //! - a free-slot queue: pushes and pops of slot numbers.
 //! - the owner table's free-index queue: one push or pop (under the id map's lock).
-//! - a cold-table shard: its map only (see `crate::cold` for its rules).
+//! - a cold-table shard: its map only (the cold table states its own rules).
 //!
 //! No spin lock is taken under another spin lock.
 //!

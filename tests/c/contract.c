@@ -541,7 +541,7 @@ static void contract_t10_one_crossing_per_wakeup(void) {
 /* The layout the bindings mirror (x86_64 / any LP64 target). */
 static void abi_layout(void) {
     CHECK_EQ_U64(spot_abi_version(), SPOT_ABI_VERSION);
-    CHECK_EQ_U64(SPOT_ABI_VERSION, 0x00020004); /* 2.4: spot_session_batch (2.3: spot_node_config::listen, spot_node_address) */
+    CHECK_EQ_U64(SPOT_ABI_VERSION, 0x00020005); /* 2.5: a node's term of authority (2.4: spot_session_batch) */
     CHECK_EQ_U64(sizeof(struct spot_timer), 16);
     CHECK_EQ_U64(sizeof(struct spot_runtime_config), 48);
     CHECK_EQ_U64(sizeof(struct spot_timer_spec), 40);

@@ -141,12 +141,16 @@ namespace SpotTimer.Interop
         public const uint CLOSE_CLOSED = 1;
         /// <summary>Its node shut down (<c>spot_node_free</c>).</summary>
         public const uint CLOSE_NODE_SHUTDOWN = 2;
+        /// <summary>The node's authority over it ended first: another node may own it now; save nothing.</summary>
+        public const uint CLOSE_AUTHORITY_LOST = 3;
+        /// <summary>Its creation failed after the factory ran; save nothing.</summary>
+        public const uint CLOSE_CREATION_FAILED = 4;
         /// <summary><c>spot_relocation_target::what</c>: a Spot (User or Instance).</summary>
         public const uint TARGET_SPOT = 0;
         /// <summary><c>spot_relocation_target::what</c>: an actor of the Entry Spot.</summary>
         public const uint TARGET_ENTRY_ACTOR = 1;
         /// <summary>The ABI version this binding is built against: (major &lt;&lt; 16) | minor.</summary>
-        public const uint ABI_VERSION = 0x00020004; // 2.4: spot_session_batch (2.3: spot_node_config.listen, spot_node_address; 2.2: delivery sessions, the etcd store; 2.1: spot_runtime_close, the Spot lifecycle)
+        public const uint ABI_VERSION = 0x00020005; // 2.5: SPOT_CLOSE_AUTHORITY_LOST, SPOT_CLOSE_CREATION_FAILED, spot_node_stats.authority_lost / terms_renewed (2.4: spot_session_batch; 2.3: spot_node_config.listen, spot_node_address; 2.2: delivery sessions, the etcd store; 2.1: spot_runtime_close, the Spot lifecycle)
     }
 
     /// <summary>A timer generation: a value, copy it freely. Generations are unique in the process, so a handle of another runtime is rejected, never misused. An ended generation keeps its result until its slot is reused by a later registration (slots rest in a queue first); after that its handle gives SPOT_E_STALE_TIMER.
@@ -544,6 +548,10 @@ namespace SpotTimer.Interop
         public ulong eviction_passes;
         /// <summary>Spots examined by those passes (at most 64 each).</summary>
         public ulong eviction_examined;
+        /// <summary>Spots given up because the node's authority over them ended first.</summary>
+        public ulong authority_lost;
+        /// <summary>Terms of authority the node took after its first.</summary>
+        public ulong terms_renewed;
     }
 
     [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
@@ -579,7 +587,7 @@ namespace SpotTimer.Interop
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         public static extern UIntPtr spot_last_error(byte* buf, UIntPtr len);
 
-        /// <summary>The ABI version of the library: <c>(major &lt;&lt; 16) | minor</c>; this header is <c>SPOT_ABI_VERSION</c> (2.4). A host built against major M works with a library of the same major M and a minor &gt;= its own.
+        /// <summary>The ABI version of the library: <c>(major &lt;&lt; 16) | minor</c>; this header is <c>SPOT_ABI_VERSION</c> (2.5). A host built against major M works with a library of the same major M and a minor &gt;= its own.
         /// <para>Infallible. Thread-safe.</para></summary>
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         public static extern uint spot_abi_version();

@@ -4,7 +4,7 @@
 //! A slot holds everything the hot paths read — the word (who owns it, in which phase),
 //! the owner, the key, the schedule and the tick counters — in one 64-byte line. What is
 //! rarely touched (release hooks, waiters, failure counts, cleanup messages) lives in the
-//! cold table (`crate::cold`), and the payload in a parallel array, so a registration
+//! cold table (a map of its own, beside the slots), and the payload in a parallel array, so a registration
 //! allocates nothing in steady state.
 //!
 //! Slots live in fixed chunks that never move: the address of a slot word stays valid for

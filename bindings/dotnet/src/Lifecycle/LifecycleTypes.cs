@@ -27,7 +27,10 @@ namespace SpotTimer
         Lifecycle = 1,
     }
 
-    /// <summary>Why a Spot closed (SPOT_CLOSE_*): the <see cref="NodeOptions.OnClose"/> argument.</summary>
+    /// <summary>Why a Spot closed (SPOT_CLOSE_*): the <see cref="NodeOptions.OnClose"/> argument.
+    /// With IdleEvicted, Closed and NodeShutdown the node still holds the Spot's authority: save
+    /// its state there. With AuthorityLost and CreationFailed it is not (or no longer) this node's:
+    /// drop its object, save nothing.</summary>
     public enum CloseReason : uint
     {
         /// <summary>An Instance Spot idle past <see cref="NodeOptions.InstanceIdleTimeout"/>.</summary>
@@ -36,6 +39,11 @@ namespace SpotTimer
         Closed = 1,
         /// <summary>Its node was disposed.</summary>
         NodeShutdown = 2,
+        /// <summary>The node's authority over it ended first (its term in the store, or its owner
+        /// lease): another node may own it now.</summary>
+        AuthorityLost = 3,
+        /// <summary>Its creation failed after the factory ran: it never became Ready.</summary>
+        CreationFailed = 4,
     }
 
     /// <summary>The queue a <see cref="CapacityExceededException"/> names (L5, L6).</summary>
@@ -176,6 +184,7 @@ namespace SpotTimer
             RejectedActivation = (long)s.rejected_activation; StaleRoutes = (long)s.stale_routes;
             TicksDeferred = (long)s.ticks_deferred; EvictionPasses = (long)s.eviction_passes;
             EvictionExamined = (long)s.eviction_examined;
+            AuthorityLost = (long)s.authority_lost; TermsRenewed = (long)s.terms_renewed;
         }
 
         /// <summary>Gauge: Spots active on the node (the Entry Spot included).</summary>
@@ -212,6 +221,11 @@ namespace SpotTimer
         public long EvictionPasses { get; private set; }
         /// <summary>Spots examined by the eviction passes (at most 64 per pass).</summary>
         public long EvictionExamined { get; private set; }
+        /// <summary>Spots given up because the node's authority over them ended first
+        /// (<see cref="CloseReason.AuthorityLost"/>).</summary>
+        public long AuthorityLost { get; private set; }
+        /// <summary>Terms of authority the node took after its first (each after one ended).</summary>
+        public long TermsRenewed { get; private set; }
     }
 
     /// <summary>How to start a <see cref="Node"/>. A zero limit takes the library's default.</summary>

@@ -164,13 +164,19 @@ class CapacityExceededError(SpotTimerError):
 
 
 class UnavailableError(SpotTimerError):
-    """The Spot's authority exists but its owner node cannot be used (down, its lease not
-    yet over); no creation was started."""
+    """The Spot's owner cannot be used or reached now (its node is down with its lease not
+    yet over, the store cannot be reached, or the answer was lost); no creation was
+    started. ``may_have_run`` says whether the request may have run: False — it did not
+    run anywhere and may be made again; True — its answer was lost on the way back."""
 
-    def __init__(self, message: str = "", *, spot_id: Optional[int] = None) -> None:
+    def __init__(
+        self, message: str = "", *, spot_id: Optional[int] = None, may_have_run: bool = False
+    ) -> None:
         super().__init__(message)
         #: The Spot addressed.
         self.spot_id = spot_id
+        #: Whether the request may have run (its answer was lost).
+        self.may_have_run = may_have_run
 
 
 class CreationFailedError(SpotTimerError):

@@ -62,8 +62,11 @@ fn build(py: Python<'_>, e: LifecycleError) -> PyResult<PyErr> {
             kw.set_item("queue", t.queue(py, queue))?;
             "CapacityExceededError"
         }
-        LifecycleError::Unavailable { spot, .. } => {
+        LifecycleError::Unavailable {
+            spot, may_have_run, ..
+        } => {
             kw.set_item("spot_id", spot.0)?;
+            kw.set_item("may_have_run", may_have_run)?;
             "UnavailableError"
         }
         LifecycleError::CreationFailed { spot, message } => {
