@@ -2,9 +2,10 @@
 #   make test-cluster   installs etcd-server/etcd-client when missing, starts a
 #                       single-member etcd and a 3-member etcd cluster on loopback with
 #                       temporary data directories (tests/cluster/with-etcd.sh), runs the
-#                       cluster tests (node processes spawned by the tests), then the
-#                       etcd tests of the C ABI, the C++ wrapper, .NET and the Python
-#                       binding, and stops every etcd at the end whatever happens.
+#                       cluster and failover tests (node processes spawned by the tests),
+#                       then the etcd tests of the C ABI, the C++ wrapper, .NET and the
+#                       Python binding (and its failover tests), and stops every etcd at
+#                       the end whatever happens.
 # The etcd client crate compiles etcd's protobuf files at build time, so every cargo
 # command over the workspace needs `protoc` (Debian protobuf-compiler): RUST_TOOLS. So does
 # the Python binding, which links the etcd store (mk/python.mk).
@@ -27,7 +28,7 @@ etcd-installed:
 .SECONDEXPANSION:
 test-cluster: protoc etcd-installed ffi-lib dotnet-build $$(PY_INSTALLED)
 	$(CARGO) build --release -p spot-lifecycle-etcd --tests --bins
-	timeout --kill-after=10 300 tests/cluster/with-etcd.sh \
+	timeout --kill-after=10 900 tests/cluster/with-etcd.sh \
 	  $(CARGO) test --release -p spot-lifecycle-etcd -- --include-ignored --nocapture --test-threads 1
 	@echo "== the etcd store through the C ABI"
 	@mkdir -p $(C_BUILD)
@@ -44,6 +45,9 @@ test-cluster: protoc etcd-installed ffi-lib dotnet-build $$(PY_INSTALLED)
 	@echo "== the etcd store from Python"
 	timeout --kill-after=10 180 tests/cluster/with-etcd.sh \
 	  $(PY) -m pytest -q --timeout 120 bindings/python/tests/test_lifecycle_etcd.py
+	@echo "== failover from Python: node processes killed, stopped past their lease, etcd down and its leader killed"
+	timeout --kill-after=10 900 tests/cluster/with-etcd.sh \
+	  $(PY) -m pytest -q -s --timeout 300 bindings/python/tests/test_lifecycle_failover.py
 
 # Cluster benchmark rows (activations/s, etcd requests per activation, send→handler
 # latency; etcd store against the embedded one): JSON lines to bench/results/cluster.jsonl.

@@ -61,6 +61,8 @@ pub struct EtcdLocationStore {
     lease: CurrentLease,
     /// Stops the current lease's keep-alive (fault injection: `halt_keep_alive`).
     lease_stop: Mutex<Arc<Stop>>,
+    /// Held while a new lease is granted.
+    granting: Mutex<()>,
     view: Arc<View>,
     /// The nodes registered through this store, and whether their count must be written.
     own: Arc<Mutex<HashMap<NodeId, (NodeValue, bool)>>>,
@@ -159,6 +161,7 @@ impl EtcdLocationStore {
             config,
             lease,
             lease_stop: Mutex::new(lease_stop),
+            granting: Mutex::new(()),
             view,
             own,
             stop,
@@ -174,9 +177,12 @@ impl EtcdLocationStore {
     /// revoked (what it still carried goes now, not at its expiry) and a new one granted,
     /// with its keep-alive. `Unavailable` while etcd cannot be reached.
     fn running_lease(&self, node: NodeId) -> Result<Arc<LeaseState>> {
-        let mut current = self.lease.write();
+        // One granting at a time; readers of the current lease (every admission asks it)
+        // never wait for etcd.
+        let _granting = self.granting.lock();
+        let current = self.lease();
         if current.valid() {
-            return Ok(current.clone());
+            return Ok(current);
         }
         let old = current.id;
         let ttl = self.config.lease_ttl.as_secs() as i64;
@@ -218,7 +224,7 @@ impl EtcdLocationStore {
             stop.clone(),
         ));
         *self.lease_stop.lock() = stop;
-        *current = fresh.clone();
+        *self.lease.write() = fresh.clone();
         Ok(fresh)
     }
 
@@ -841,12 +847,21 @@ async fn flush_active(
             })
             .collect();
         for (node, value) in dirty {
-            let options = PutOptions::new().with_lease(current.id);
-            if client
-                .put(keys.node(node), value.encode(), Some(options))
-                .await
-                .is_err()
-            {
+            // Only over this term's own registration: a node of an ended term never writes
+            // over the registration of the node id's later term (another process).
+            let key = keys.node(node);
+            let txn = Txn::new()
+                .when(vec![Compare::lease(
+                    key.clone(),
+                    CompareOp::Equal,
+                    current.id,
+                )])
+                .and_then(vec![TxnOp::put(
+                    key,
+                    value.encode(),
+                    Some(PutOptions::new().with_lease(current.id)),
+                )]);
+            if client.txn(txn).await.is_err() {
                 if let Some((_, d)) = own.lock().get_mut(&node) {
                     *d = true;
                 }

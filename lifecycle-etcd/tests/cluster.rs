@@ -714,10 +714,12 @@ fn a_node_stopped_past_its_lease_starts_nothing_of_its_old_authority_after_resum
             .unwrap_or_else(|| panic!("expected {key}, got {line:?}"))
             .to_string()
     };
-    assert_eq!(
-        fact(&mut lines, "send"),
-        "stale_lease",
-        "a message to it is a StaleRoute"
+    // Refused while its old term is known over, or not found once it has given the Spot up
+    // and taken a new term: never admitted.
+    let send = fact(&mut lines, "send");
+    assert!(
+        send == "stale_lease" || send == "not_found",
+        "a message to it after the resume: {send}"
     );
     let starts: u64 = fact(&mut lines, "starts").parse().unwrap();
     let last: u128 = fact(&mut lines, "last_start").parse().unwrap();
@@ -744,9 +746,13 @@ fn a_lost_lease_ends_the_authority() {
         !a.lease_valid()
     });
     assert!(a.commit_ready(&r).is_err());
+    // Nothing ran: the caller may try again once the node has a new term.
     assert!(matches!(
         a.reserve(SpotId(4), SpotKind::Instance, NodeId(1)),
-        Err(LifecycleError::Store(_))
+        Err(LifecycleError::Unavailable {
+            may_have_run: false,
+            ..
+        })
     ));
     let b = store(&p, 10);
     wait_for("etcd to drop the record", Duration::from_secs(10), || {
@@ -868,107 +874,7 @@ fn the_cluster_keeps_creating_and_delivering_when_one_etcd_member_of_three_dies(
 }
 
 /// A free loopback port (bound, then released for the etcd this test starts).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-#[test]
-#[ignore = "needs etcd: make test-cluster"]
-fn while_etcd_is_unreachable_nothing_is_created_and_the_authority_ends_with_the_lease() {
-    let dir = std::env::temp_dir().join(format!("spot-etcd-gone-{}", std::process::id()));
-    let (client, peer) = (free_port(), free_port());
-    let url = format!("http://127.0.0.1:{client}");
-    let peer_url = format!("http://127.0.0.1:{peer}");
-    let mut etcd = Reap(
-        Command::new("etcd")
-            .args(["--name", "gone", "--data-dir", dir.to_str().unwrap()])
-            .args([
-                "--listen-client-urls",
-                &url,
-                "--advertise-client-urls",
-                &url,
-            ])
-            .args(["--listen-peer-urls", &peer_url])
-            .args(["--initial-advertise-peer-urls", &peer_url])
-            .args(["--initial-cluster", &format!("gone={peer_url}")])
-            .args(["--logger", "zap", "--log-outputs", "/dev/null"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("etcd on PATH"),
-    );
-    let mut config = EtcdConfig::with_endpoints([url.clone()]);
-    config.lease_ttl = Duration::from_secs(3);
-    config.request_timeout = Duration::from_millis(700);
-    let mut connected = None;
-    wait_for(
-        "the test's own etcd to start",
-        Duration::from_secs(20),
-        || {
-            connected = EtcdLocationStore::connect(config.clone()).ok();
-            connected.is_some()
-        },
-    );
-    let runs = Arc::new(AtomicU64::new(0));
-    let counted = runs.clone();
-    let node = Node::start(
-        NodeConfig {
-            factory: Some(Arc::new(move |_, _| {
-                counted.fetch_add(1, Relaxed);
-                Ok(())
-            })),
-            ..NodeConfig::default()
-        },
-        Arc::new(connected.unwrap()) as Arc<dyn LocationStore>,
-        None,
-    )
-    .unwrap();
-    node.send_or_create(SpotId(1), vec![0u8]).unwrap();
-    let created = runs.load(Relaxed);
-    signal(&etcd.0, "-KILL");
-    let _ = etcd.0.wait();
-    let _ = std::fs::remove_dir_all(&dir);
-    let killed = Instant::now();
-    match node.send_or_create(SpotId(2), vec![0u8]) {
-        Err(LifecycleError::Unavailable { evidence, .. }) => {
-            assert!(evidence.contains("cannot be"), "{evidence}")
-        }
-        other => panic!("expected Unavailable, got {other:?}"),
-    }
-    assert_eq!(
-        runs.load(Relaxed),
-        created,
-        "no factory ran while etcd was unreachable"
-    );
-    // Its lease cannot be renewed: once it is over, nothing of its authority is admitted.
-    wait_for(
-        "the node's authority to end",
-        Duration::from_secs(6),
-        || {
-            matches!(
-                node.send(SpotId(1), vec![1u8]),
-                Err(LifecycleError::StaleRoute {
-                    reason: spot_lifecycle::StaleReason::LeaseExpired,
-                    ..
-                })
-            )
-        },
-    );
-    assert!(
-        killed.elapsed() <= Duration::from_secs(4),
-        "ended by its 3 s lease"
-    );
-    // And the start of a store against it is a readable error.
-    let e = EtcdLocationStore::connect(config)
-        .err()
-        .expect("etcd is gone");
-    assert!(e.to_string().contains("cannot be reached"), "{e}");
-    drop(node);
-}
+// An etcd outage longer than the lease: tests/failover.rs.
 
 #[test]
 #[ignore = "needs etcd: make test-cluster"]

@@ -17,10 +17,17 @@
 //! - `ticks SPOT`: creates SPOT here with a 20 ms timer and runs a delivery loop that
 //!   records when each piece of work starts; prints `ready`, reads a line from stdin (the
 //!   test stops the process past its lease meanwhile), waits 300 ms, then prints
-//!   `send stale_lease|<error>|ok`, `starts N` and `last_start UNIX_NANOS`.
+//!   `send stale_lease|not_found|<error>|ok`, `starts N` and `last_start UNIX_NANOS`.
 //! - `fence SPOT`: reserves SPOT, prints `reserved`, reads a line from stdin (the test
 //!   stops the process past its lease meanwhile), then prints `lease_valid BOOL` and
 //!   `commit ok|refused`.
+//! - `serve`: a node that logs what it does, one line per event with the wall clock in
+//!   nanoseconds since the Unix epoch (the one clock every process of the test shares):
+//!   `factory T SPOT`, `close T SPOT REASON`, `ran T SPOT SEQ` (a message, its 8-byte
+//!   payload), `admitted T N` (the node's admitted count, when it changed), `term T N`
+//!   (terms renewed); `ready ADDRESS` once it serves. Reads commands from stdin:
+//!   `create FIRST COUNT` (Instance Spots created here; `created`), `shutdown` (the
+//!   node's shutdown, then `shutdown_done T`). At EOF it exits at once.
 
 use std::io::{BufRead, Write};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -199,6 +206,7 @@ fn run() -> Result<(), String> {
                     reason: spot_lifecycle::StaleReason::LeaseExpired,
                     ..
                 }) => "stale_lease".to_string(),
+                Err(LifecycleError::NotFound(_)) => "not_found".to_string(),
                 Err(e) => e.to_string().replace(' ', "_"),
                 Ok(()) => "ok".into(),
             };
@@ -210,6 +218,7 @@ fn run() -> Result<(), String> {
                 starts.iter().max().copied().unwrap_or(0)
             ));
         }
+        "serve" => serve(node, store)?,
         "fence" => {
             let spot = SpotId(arg(&args, 5, "SPOT")?);
             store
@@ -232,9 +241,110 @@ fn run() -> Result<(), String> {
                 }
             ));
         }
-        other => return Err(format!("unknown mode {other:?} (race, hold, ticks, fence)")),
+        other => {
+            return Err(format!(
+                "unknown mode {other:?} (race, hold, ticks, fence, serve)"
+            ))
+        }
     }
     Ok(())
+}
+
+/// The `serve` mode (see the file's comment).
+fn serve(node: NodeId, store: Arc<EtcdLocationStore>) -> Result<(), String> {
+    let on_close: spot_lifecycle::ClosingCallback = Arc::new(|id, _kind, reason| {
+        say(format!("close {} {} {reason:?}", unix_nanos(), id.0));
+    });
+    let config = NodeConfig {
+        node,
+        entry: SpotId(u64::MAX - node.0),
+        factory: Some(Arc::new(|id: SpotId, _| {
+            say(format!("factory {} {}", unix_nanos(), id.0));
+            Ok(())
+        })),
+        on_close: Some(on_close),
+        listen: Some(std::net::SocketAddr::from(([127, 0, 0, 1], 0))),
+        ..NodeConfig::default()
+    };
+    let n = Node::start(config, store, None).map_err(|e| e.to_string())?;
+    let _delivery = deliver_logged(n.clone());
+    let watched = n.clone();
+    std::thread::spawn(move || {
+        let (mut admitted, mut terms) = (0, 0);
+        loop {
+            let s = watched.stats();
+            if s.messages_admitted != admitted {
+                admitted = s.messages_admitted;
+                say(format!("admitted {} {admitted}", unix_nanos()));
+            }
+            if s.terms_renewed != terms {
+                terms = s.terms_renewed;
+                say(format!("term {} {terms}", unix_nanos()));
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    });
+    say(format!(
+        "ready {}",
+        n.address().map_or(String::new(), |a| a.to_string())
+    ));
+    for line in std::io::stdin().lock().lines() {
+        let Ok(line) = line else { break };
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match words.as_slice() {
+            ["create", first, count] => {
+                let (first, count): (u64, u64) = (
+                    first.parse().map_err(|_| "create FIRST")?,
+                    count.parse().map_err(|_| "create COUNT")?,
+                );
+                for id in first..first + count {
+                    n.send_or_create(SpotId(id), vec![0u8; 8])
+                        .map_err(|e| format!("creating {id}: {e}"))?;
+                }
+                say("created".into());
+            }
+            ["shutdown"] => {
+                n.shutdown();
+                say(format!("shutdown_done {}", unix_nanos()));
+            }
+            _ => return Err(format!("unknown command {line:?}")),
+        }
+    }
+    std::process::exit(0);
+}
+
+/// A delivery loop that logs every message as `ran T SPOT SEQ` when its handler starts.
+fn deliver_logged(node: Arc<Node>) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let (mut done, mut batch) = (Vec::new(), Vec::new());
+        loop {
+            batch.clear();
+            if node
+                .exchange(&done, &mut batch, 256, Some(Duration::from_millis(5)))
+                .is_err()
+            {
+                return;
+            }
+            done.clear();
+            for rec in batch.drain(..) {
+                if !node.begin(&rec) {
+                    done.push(rec.complete(spot_lifecycle::Outcome::NotStarted));
+                    continue;
+                }
+                if let spot_lifecycle::SpotRecord::Message(m) = &rec {
+                    if let Ok(p) = <[u8; 8]>::try_from(m.payload()) {
+                        say(format!(
+                            "ran {} {} {}",
+                            unix_nanos(),
+                            m.spot().0,
+                            u64::from_le_bytes(p)
+                        ));
+                    }
+                }
+                done.push(rec.complete(spot_lifecycle::Outcome::Ok));
+            }
+        }
+    })
 }
 
 /// Runs every record of `node` on a thread of its own until the node closes: each

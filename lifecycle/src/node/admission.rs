@@ -109,18 +109,36 @@ impl Node {
         loop {
             let mut tried = None;
             let r = self.route_once(spot, lane, &mut payload, create, fresh, until, &mut tried);
+            let refresh = create.is_some()
+                && payload.is_some()
+                && !super::closing::closing_here(spot)
+                && Instant::now() < until;
             match r {
-                Err(LifecycleError::StaleRoute { .. })
-                    if create.is_some()
-                        && payload.is_some()
-                        && !super::closing::closing_here(spot)
-                        && Instant::now() < until =>
-                {
+                Err(LifecycleError::StaleRoute { .. }) if refresh => {
                     self.await_route_change(spot, tried, until);
+                    fresh = true;
+                }
+                // The node tried could not be reached, and the store no longer names it
+                // (a killed node whose lease ended): the route was stale.
+                Err(LifecycleError::Unavailable {
+                    may_have_run: false,
+                    ..
+                }) if refresh && tried != Some(self.id) && self.route_moved(spot, tried) => {
                     fresh = true;
                 }
                 r => return r,
             }
+        }
+    }
+
+    /// Whether the store no longer names node `tried` as `spot`'s owner (asked afresh).
+    fn route_moved(&self, spot: SpotId, tried: Option<NodeId>) -> bool {
+        match self.store.read(spot) {
+            Ok(view) => match view.record {
+                None => true,
+                Some(r) => Some(r.authority.node) != tried,
+            },
+            Err(_) => false,
         }
     }
 

@@ -163,9 +163,16 @@ impl Node {
         let mut server = config.listen.map(PeerServer::bind).transpose()?;
         let address = server.as_ref().map(PeerServer::address);
         let term = store.register_node(config.node, config.active_cap, address)?;
+        // A node the store reports down, or one whose registration is gone (its lease
+        // ended), is not waited for. (A node just registered may not be known here yet:
+        // its address is asked for before it counts as gone.)
         let given_up = {
             let store = store.clone();
-            Arc::new(move |n| store.node_status(n) != NodeStatus::Alive)
+            Arc::new(move |n| match store.node_status(n) {
+                NodeStatus::Alive => false,
+                NodeStatus::Down => true,
+                NodeStatus::Gone => store.node_address(n) == NodeAddress::Unknown,
+            })
         };
         let remotes = Remotes::new(config.creation_wait + REMOTE_ANSWER_MARGIN, given_up);
         let node = Arc::new(Self {
