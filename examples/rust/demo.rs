@@ -403,16 +403,42 @@ fn run(args: &Args) -> Result<ExitCode, spot_timer_core::Error> {
     println!("  runtime's histogram (bucket bounds, 4 per power of two); setup not counted");
     std::hint::black_box(handler_work);
 
-    let ok = s.scheduler_threads == 1 && s.os_timers == 0 && open_timerfds() == 0;
+    let resources_ok = s.scheduler_threads == 1 && s.os_timers == 0 && open_timerfds() == 0;
     drop(handles);
     rt.close();
-    if ok {
-        Ok(ExitCode::SUCCESS)
-    } else {
+    // What it did, not how fast: once every generation has ended, every tick that came due
+    // was delivered, skipped by its policy, or discarded with its generation — and every
+    // callback this loop started is one the runtime counted.
+    let e = rt.stats();
+    let accounted = e.completed_ok
+        + e.completed_failed
+        + e.ticks_skipped
+        + e.ticks_dropped_authority
+        + e.ticks_discarded;
+    let identity_ok = e.live_timers == 0 && e.ticks_due == accounted && e.completed_ok == delivered;
+    println!(
+        "  accounting: {} ticks due = {} delivered + {} skipped + {} discarded at the close",
+        fmt_int(e.ticks_due),
+        fmt_int(e.completed_ok),
+        fmt_int(e.ticks_skipped),
+        fmt_int(e.ticks_discarded + e.ticks_dropped_authority)
+    );
+    if !resources_ok {
         eprintln!(
             "FAIL: expected 1 scheduler thread and 0 OS timers, got {} and {}",
             s.scheduler_threads, s.os_timers
         );
-        Ok(ExitCode::FAILURE)
     }
+    if !identity_ok {
+        eprintln!(
+            "FAIL: accounting: due {} vs accounted {accounted}; this loop ran {delivered}, the \
+             runtime counted {} ({} generations live)",
+            e.ticks_due, e.completed_ok, e.live_timers
+        );
+    }
+    Ok(if resources_ok && identity_ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
