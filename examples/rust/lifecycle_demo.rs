@@ -202,7 +202,11 @@ fn main() -> ExitCode {
             peak_rss = peak_rss.max(rss_kib());
             let rate = (messages - last.1) as f64 / last.0.elapsed().as_secs_f64();
             last = (Instant::now(), messages);
-            let phase = if load_ended.is_some() { "drain" } else { "load " };
+            let phase = if load_ended.is_some() {
+                "drain"
+            } else {
+                "load "
+            };
             print!(
                 "\r  {phase} t={:6.2}s active {:>7} created {:>7} evicted {:>7} handled {:>9} ({:>8.0}/s) ticks {:>7}   ",
                 now.as_secs_f64(),

@@ -363,4 +363,31 @@ fn a_node_reported_down_is_not_sent_to_over_an_old_route() {
         "nothing admitted on the down node"
     );
     assert_eq!(w.factory_runs(), 3, "no creation for an Unavailable Spot");
+    // A node with no route cached: the store's answer (owner down) ends the intent at once
+    // — it does not wait out the creation wait for a change.
+    let mut cfg = real(w.config(3));
+    cfg.creation_wait = Duration::from_secs(60);
+    let c = w.node_with(cfg);
+    let t = Instant::now();
+    let r = c.send_or_create(SpotId(5), *b"fresh");
+    assert!(
+        matches!(
+            r,
+            Err(LifecycleError::Unavailable {
+                may_have_run: false,
+                ..
+            })
+        ),
+        "{r:?}"
+    );
+    assert!(
+        t.elapsed() < Duration::from_secs(30),
+        "waited {:?}",
+        t.elapsed()
+    );
+    assert_eq!(
+        w.factory_runs(),
+        4,
+        "no creation for an Unavailable Spot (c's Entry only)"
+    );
 }

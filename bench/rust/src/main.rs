@@ -169,9 +169,16 @@ fn armed_sleep(d: Duration) -> Pin<Box<tokio::time::Sleep>> {
 /// Arms `n` timers with random deadlines, then cancels all of them. Returns
 /// (arm ns, cancel ns, allocations during arm, during cancel, process CPU ns of the round's
 /// arm and cancel, every thread).
-fn w1_once(system: &str, n: usize, seed: u64) -> (f64, f64, u64, u64, f64) {
+fn w1_once(system: &str, n: usize, seed: u64, random: bool) -> (f64, f64, u64, u64, f64) {
     let mut rng = Rng(seed | 1);
     let dl: Vec<Duration> = (0..n).map(|_| rng.deadline()).collect();
+    // The order of the cancels: registration order, or a permutation (the same for every
+    // system: it depends on `n` and the seed only).
+    let order: Vec<u32> = if random {
+        permutation(n, seed ^ 0x5EED)
+    } else {
+        (0..n as u32).collect()
+    };
     match system {
         // Timers kept by id (16 bytes, no reference count): the form a host holding many
         // timers uses. `-steady`: the figures of a second round in the same runtime, whose
@@ -204,9 +211,9 @@ fn w1_once(system: &str, n: usize, seed: u64) -> (f64, f64, u64, u64, f64) {
                 // `black_box`, which makes the compiler store and reload the 32-byte
                 // `Result` (a store-forwarding stall no matching host pays).
                 let mut cancelled = 0usize;
-                for id in &ids {
+                for &i in &order {
                     cancelled += usize::from(matches!(
-                        rt.cancel_timer_nowait(*id),
+                        rt.cancel_timer_nowait(ids[i as usize]),
                         Ok(Some(Ok(EndReason::Cancelled)))
                     ));
                 }
@@ -270,8 +277,9 @@ fn w1_once(system: &str, n: usize, seed: u64) -> (f64, f64, u64, u64, f64) {
                     // As for spot-timer: each removal's result looked at, the count
                     // checked after the clock stops.
                     let mut removed = 0usize;
-                    for k in &keys {
-                        removed += usize::from((dq.remove(k).into_inner() as usize) < n);
+                    for &i in &order {
+                        removed +=
+                            usize::from((dq.remove(&keys[i as usize]).into_inner() as usize) < n);
                     }
                     let cancel = t1.elapsed();
                     assert_eq!(removed, n, "every key removes its entry");
@@ -305,6 +313,125 @@ fn w1_once(system: &str, n: usize, seed: u64) -> (f64, f64, u64, u64, f64) {
     }
 }
 
+// ---------------------------------------------------------------- W7 steady churn
+
+/// A permutation of 0..n from `seed` (Fisher–Yates), the same for every system.
+fn permutation(n: usize, seed: u64) -> Vec<u32> {
+    let mut rng = Rng(seed | 1);
+    let mut p: Vec<u32> = (0..n as u32).collect();
+    for i in (1..n).rev() {
+        p.swap(i, (rng.next() % (i as u64 + 1)) as usize);
+    }
+    p
+}
+
+/// W7: `n` live timers with random deadlines 1–60 s, then `m` pairs of "cancel a uniformly
+/// random live timer and arm it again with a new random deadline". Returns (ns per pair,
+/// process CPU ns per pair, allocations per pair).
+fn w7_once(system: &str, n: usize, m: usize, seed: u64) -> (f64, f64, f64) {
+    let mut rng = Rng(seed | 1);
+    let deadline = |r: &mut Rng| Duration::from_millis(1_000 + r.next() % 59_000);
+    let initial: Vec<Duration> = (0..n).map(|_| deadline(&mut rng)).collect();
+    let picks: Vec<(u32, Duration)> = (0..m)
+        .map(|_| ((rng.next() % n as u64) as u32, deadline(&mut rng)))
+        .collect();
+    match system {
+        // cancel + register: the host cancels by id, then arms the key again.
+        "spot" | "spot-supersede" => {
+            let rt = spot_runtime();
+            let owners = spot_owners(&rt, n, 1);
+            let mut ids: Vec<TimerId> = initial
+                .iter()
+                .enumerate()
+                .map(|(i, d)| {
+                    owners[i / PER_OWNER]
+                        .register_id(i as u64, TimerSpec::after(*d), 0, None)
+                        .unwrap()
+                })
+                .collect();
+            rt.sync().unwrap();
+            let supersede = system == "spot-supersede";
+            let a0 = allocs();
+            let c0 = cpu_s();
+            let t0 = Instant::now();
+            let mut ok = 0usize;
+            for &(i, d) in &picks {
+                let i = i as usize;
+                if !supersede {
+                    ok += usize::from(matches!(
+                        rt.cancel_timer_nowait(ids[i]),
+                        Ok(Some(Ok(EndReason::Cancelled)))
+                    ));
+                }
+                ids[i] = owners[i / PER_OWNER]
+                    .register_id(i as u64, TimerSpec::after(d), 0, None)
+                    .unwrap();
+            }
+            rt.sync().unwrap();
+            let t = t0.elapsed();
+            let cpu = (cpu_s() - c0) * 1e9 / m as f64;
+            let a = (allocs() - a0) as f64 / m as f64;
+            assert!(supersede || ok == m, "every cancel ended its timer");
+            rt.close();
+            (ns(t, m), cpu, a)
+        }
+        "tokio-delayqueue" => {
+            let trt = tokio_ct();
+            trt.block_on(async {
+                let mut dq: DelayQueue<u32> = DelayQueue::new();
+                let mut keys: Vec<_> = initial
+                    .iter()
+                    .enumerate()
+                    .map(|(i, d)| dq.insert(i as u32, *d))
+                    .collect();
+                let a0 = allocs();
+                let c0 = cpu_s();
+                let t0 = Instant::now();
+                let mut removed = 0usize;
+                for &(i, d) in &picks {
+                    let i = i as usize;
+                    removed += usize::from(dq.remove(&keys[i]).into_inner() as usize == i);
+                    keys[i] = dq.insert(i as u32, d);
+                }
+                let t = t0.elapsed();
+                let cpu = (cpu_s() - c0) * 1e9 / m as f64;
+                let a = (allocs() - a0) as f64 / m as f64;
+                assert_eq!(removed, m);
+                (ns(t, m), cpu, a)
+            })
+        }
+        // `reset`: DelayQueue's own way to move an entry's deadline.
+        "tokio-delayqueue-reset" => {
+            let trt = tokio_ct();
+            trt.block_on(async {
+                let mut dq: DelayQueue<u32> = DelayQueue::new();
+                let keys: Vec<_> = initial
+                    .iter()
+                    .enumerate()
+                    .map(|(i, d)| dq.insert(i as u32, *d))
+                    .collect();
+                let c0 = cpu_s();
+                let a0 = allocs();
+                let t0 = Instant::now();
+                for &(i, d) in &picks {
+                    dq.reset(&keys[i as usize], d);
+                }
+                let t = t0.elapsed();
+                let cpu = (cpu_s() - c0) * 1e9 / m as f64;
+                let a = (allocs() - a0) as f64 / m as f64;
+                (ns(t, m), cpu, a)
+            })
+        }
+        s => panic!("w7: unknown system {s}"),
+    }
+}
+
+fn w7(system: &str, n: usize, m: usize) {
+    w7_once(system, n.min(20_000), m.min(20_000), 7);
+    let (pair, cpu, a) = w7_once(system, n, m, 12345);
+    println!("{{\"pair_ns\":{pair:.2},\"cpu_ns_per_pair\":{cpu:.2},\"allocs_per_pair\":{a:.4}}}");
+}
+
 /// A JSON number, or null when there is none (no lateness recorded).
 fn json_num(v: f64) -> String {
     if v.is_finite() {
@@ -318,10 +445,10 @@ fn ns(d: Duration, n: usize) -> f64 {
     d.as_nanos() as f64 / n as f64
 }
 
-fn w1(system: &str, n: usize) {
+fn w1(system: &str, n: usize, random: bool) {
     // warm-up: a smaller round in the same process
-    w1_once(system, n.min(20_000), 7);
-    let (arm, cancel, aa, ac, cpu) = w1_once(system, n, 12345);
+    w1_once(system, n.min(20_000), 7, random);
+    let (arm, cancel, aa, ac, cpu) = w1_once(system, n, 12345, random);
     println!(
         "{{\"arm_ns\":{arm:.2},\"cancel_ns\":{cancel:.2},\"arm_cancel_ns\":{:.2},\"cpu_ns_per_arm_cancel\":{cpu:.2},\"allocs_per_arm\":{:.4},\"allocs_per_cancel\":{:.4}}}",
         arm + cancel,
@@ -774,7 +901,7 @@ fn main() {
     let a: Vec<String> = std::env::args().collect();
     let num = |i: usize| -> usize { a[i].parse().expect("number") };
     match a.get(1).map(String::as_str) {
-        Some("w1") => w1(&a[2], num(3)),
+        Some("w1") => w1(&a[2], num(3), a.get(4).is_some_and(|o| o == "random")),
         Some("w2") => {
             let opts = W2Opts {
                 spread: a.get(6).is_some_and(|p| p == "spread"),
@@ -789,12 +916,15 @@ fn main() {
             )
         }
         Some("w1tail") => w1_tail(&a[2], num(3)),
+        Some("w7") => w7(&a[2], num(3), num(4)),
         Some("w4") => w4(&a[2], num(3)),
         Some("w6") => w6(&a[2], num(3), num(4)),
         _ => {
             eprintln!(
-                "usage: spot-bench-rust w1|w1tail|w2|w4|w6 <system> <n> [...]\n       \
-                 w2 <system> <n> <seconds> <period_ms> [same|spread] [latency|noop]"
+                "usage: spot-bench-rust w1|w1tail|w2|w4|w6|w7 <system> <n> [...]\n       \
+                 w1 <system> <n> [in-order|random]\n       \
+                 w2 <system> <n> <seconds> <period_ms> [same|spread] [latency|noop]\n       \
+                 w7 <system> <live> <pairs>"
             );
             std::process::exit(2);
         }

@@ -15,7 +15,7 @@ use pyo3::types::{PyList, PyTuple};
 use spot_timer_core::{DeliverySession, Error, Outcome, Record, BATCH_KEPT, BATCH_PENDING};
 
 use crate::errors::{end_result_tuple, py_error, to_py};
-use crate::inner::{Inner, MODE_ASYNCIO, MODE_MANUAL, SLICE};
+use crate::inner::{wait_slice, Inner, MODE_ASYNCIO, MODE_MANUAL};
 
 static ISAWAITABLE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
@@ -334,20 +334,17 @@ fn run_batch<'py>(
     let deadline = timeout_ns.map(|t| Instant::now() + Duration::from_nanos(t));
     let window = Duration::from_nanos(window_ns);
     loop {
-        let slice = match deadline {
-            None => SLICE,
-            Some(d) => d.saturating_duration_since(Instant::now()).min(SLICE),
-        };
+        let slice = wait_slice(deadline);
         // Outcomes of the last batch to send, or a wait: detached.
-        let r = if slice.is_zero() && session.last_batch().records.is_empty() {
+        let r = if slice.is_some_and(|s| s.is_zero()) && session.last_batch().records.is_empty() {
             session
-                .batch_window(Some(slice), max_records, window)
+                .batch_window(slice, max_records, window)
                 .map(|b| b.records.len())
         } else {
             let s = OnThisThread(&mut *session);
             py.detach(move || {
                 let s = s;
-                s.0.batch_window(Some(slice), max_records, window)
+                s.0.batch_window(slice, max_records, window)
                     .map(|b| b.records.len())
             })
         };

@@ -17,8 +17,27 @@ use spot_timer_core::{Completion, Runtime};
 use crate::gil_cell::GilCell;
 use crate::objects::PyObjects;
 
-/// Longest uninterrupted detached wait before signals are checked again.
+/// Longest uninterrupted detached wait of the main thread before signals are checked again.
 pub const SLICE: Duration = Duration::from_millis(5);
+
+/// How long one detached wait until `deadline` (None: no end) may last. Python runs signal
+/// handlers on the main thread only, so only there is a wait cut into `SLICE`s (a Ctrl-C
+/// is seen within one); any other thread — a dispatcher thread — waits in one piece, so an
+/// idle runtime wakes it for nothing. None: wait without a limit.
+pub fn wait_slice(deadline: Option<std::time::Instant>) -> Option<Duration> {
+    let left = deadline.map(|d| d.saturating_duration_since(std::time::Instant::now()));
+    if !on_main_thread() {
+        return left;
+    }
+    Some(left.map_or(SLICE, |l| l.min(SLICE)))
+}
+
+/// Whether the calling thread is the process's main thread (Linux: its thread id is the
+/// process id), where Python runs signal handlers.
+fn on_main_thread() -> bool {
+    // SAFETY: both calls only read ids of the calling process and thread.
+    unsafe { libc::gettid() == libc::getpid() }
+}
 
 pub const MODE_MANUAL: u8 = 0;
 pub const MODE_THREAD: u8 = 1;

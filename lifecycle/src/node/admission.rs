@@ -123,7 +123,10 @@ impl Node {
                 Err(LifecycleError::Unavailable {
                     may_have_run: false,
                     ..
-                }) if refresh && tried != Some(self.id) && self.route_moved(spot, tried) => {
+                }) if refresh
+                    && tried.is_some_and(|n| n != self.id)
+                    && self.route_moved(spot, tried) =>
+                {
                     fresh = true;
                 }
                 r => return r,

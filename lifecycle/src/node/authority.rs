@@ -28,9 +28,14 @@ use super::{CloseReason, LocalSpot, Node};
 use crate::error::{LifecycleError, Result};
 use crate::kind::SpotId;
 
-/// The longest a keeper round waits when nothing needs renewing: how long a term the store
-/// ended by itself (the embedded store's `expire_node`) may wait to be replaced.
-const TERM_POLL: Duration = Duration::from_millis(200);
+/// How long a keeper waits before it tries again to take a new term (the store could not
+/// be reached).
+const TERM_RETRY: Duration = Duration::from_millis(200);
+/// The longest a keeper sleeps when nothing needs renewing: the term's end wakes it
+/// (`NodeTerm::on_end`), so this is only a backstop.
+const IDLE_ROUND: Duration = Duration::from_secs(3600);
+/// The longest round while Spot leases need renewing (a quarter of the lease otherwise).
+const MAX_ROUND: Duration = Duration::from_secs(2);
 /// The shortest round.
 const MIN_ROUND: Duration = Duration::from_millis(2);
 
@@ -47,6 +52,14 @@ struct SignalState {
     woken: bool,
 }
 
+impl Signal {
+    fn wake(&self) {
+        let mut s = self.state.lock();
+        s.woken = true;
+        self.cv.notify_all();
+    }
+}
+
 /// The keeper of one node.
 #[derive(Default)]
 pub(super) struct Keeper {
@@ -56,6 +69,7 @@ pub(super) struct Keeper {
 impl Keeper {
     /// Starts the keeper's thread for `node`.
     pub(super) fn start(&self, node: &Arc<Node>) {
+        node.watch_term();
         let weak = Arc::downgrade(node);
         let signal = self.signal.clone();
         let _ = std::thread::Builder::new()
@@ -65,9 +79,7 @@ impl Keeper {
 
     /// Makes the keeper run a round now.
     pub(super) fn wake(&self) {
-        let mut s = self.signal.state.lock();
-        s.woken = true;
-        self.signal.cv.notify_all();
+        self.signal.wake();
     }
 
     /// Ends the keeper (it leaves at its next wake-up; it never keeps the node alive).
@@ -136,23 +148,33 @@ impl Node {
     /// One keeper round; returns how long to wait before the next.
     fn keep(&self) -> Duration {
         if self.closed.load(Acquire) {
-            return TERM_POLL;
+            return IDLE_ROUND;
         }
         if !self.term_runs() {
             return match self.take_new_term() {
-                Ok(()) => MIN_ROUND,
-                Err(_) => TERM_POLL,
+                Ok(()) => {
+                    self.watch_term();
+                    MIN_ROUND
+                }
+                Err(_) => TERM_RETRY,
             };
         }
         let lease = self.spot_lease();
         if let Some(lease) = lease {
             self.renew_spots(lease);
         }
-        self.retry_aborts();
+        let aborts_left = self.retry_aborts();
         match lease {
-            Some(l) => (l / 4).clamp(MIN_ROUND, TERM_POLL),
-            None => TERM_POLL,
+            Some(l) => (l / 4).clamp(MIN_ROUND, MAX_ROUND),
+            None if aborts_left => TERM_RETRY,
+            None => IDLE_ROUND,
         }
+    }
+
+    /// Asks the current term to wake the keeper when it ends.
+    fn watch_term(&self) {
+        let signal = self.keeper.signal.clone();
+        self.term.read().on_end(Box::new(move || signal.wake()));
     }
 
     /// Renews every Spot's owner lease; gives up those whose lease had run out.
@@ -237,14 +259,16 @@ impl Node {
     pub(super) fn abort_reservation(&self, r: crate::store::Reservation) {
         if self.store.abort(&r).is_err() {
             self.failed_aborts.lock().push(r);
+            self.keeper.wake();
         }
     }
 
-    /// Tries again the aborts the store did not confirm.
-    fn retry_aborts(&self) {
+    /// Tries again the aborts the store did not confirm; true when some are still left.
+    fn retry_aborts(&self) -> bool {
         let pending = std::mem::take(&mut *self.failed_aborts.lock());
         for r in pending {
             self.abort_reservation(r);
         }
+        !self.failed_aborts.lock().is_empty()
     }
 }

@@ -23,6 +23,13 @@ pub trait NodeTerm: Send + Sync {
     fn wait_end(&self, timeout: Duration) -> bool;
     /// This term's number: distinct for every term the store granted the node.
     fn number(&self) -> u64;
+    /// Calls `wake` once the term has ended (at once if it has), when the store ends terms
+    /// by a call rather than by a deadline: a node that has nothing to renew then waits for
+    /// it instead of polling. A term with a deadline of its own may ignore it (the node looks
+    /// at the term whenever it renews).
+    fn on_end(&self, wake: Box<dyn FnOnce() + Send>) {
+        let _ = wake;
+    }
 }
 
 /// A term the store ends by a call (the embedded store's `expire_node`): a flag and a
@@ -30,7 +37,8 @@ pub trait NodeTerm: Send + Sync {
 pub struct TermFlag {
     number: u64,
     ended: AtomicBool,
-    lock: Mutex<()>,
+    /// Whoever asked to be told of the end (`on_end`).
+    waiting: Mutex<Vec<Box<dyn FnOnce() + Send>>>,
     cv: Condvar,
 }
 
@@ -40,16 +48,22 @@ impl TermFlag {
         Self {
             number,
             ended: AtomicBool::new(false),
-            lock: Mutex::new(()),
+            waiting: Mutex::new(Vec::new()),
             cv: Condvar::new(),
         }
     }
 
     /// Ends the term (idempotent) and wakes whoever waits for its end.
     pub fn end(&self) {
-        let _g = self.lock.lock();
-        self.ended.store(true, Ordering::Release);
-        self.cv.notify_all();
+        let waiting = {
+            let mut w = self.waiting.lock();
+            self.ended.store(true, Ordering::Release);
+            self.cv.notify_all();
+            std::mem::take(&mut *w)
+        };
+        for wake in waiting {
+            wake();
+        }
     }
 }
 
@@ -64,7 +78,7 @@ impl NodeTerm for TermFlag {
 
     fn wait_end(&self, timeout: Duration) -> bool {
         let until = Instant::now() + timeout;
-        let mut g = self.lock.lock();
+        let mut g = self.waiting.lock();
         while self.runs() {
             if self.cv.wait_until(&mut g, until).timed_out() {
                 break;
@@ -75,6 +89,16 @@ impl NodeTerm for TermFlag {
 
     fn number(&self) -> u64 {
         self.number
+    }
+
+    fn on_end(&self, wake: Box<dyn FnOnce() + Send>) {
+        let mut w = self.waiting.lock();
+        if self.runs() {
+            w.push(wake);
+            return;
+        }
+        drop(w);
+        wake();
     }
 }
 
@@ -96,6 +120,10 @@ mod tests {
         t.end();
         t.end();
         assert!(waiter.join().unwrap(), "woken by the end");
+        let told = Arc::new(AtomicBool::new(false));
+        let t2 = told.clone();
+        t.on_end(Box::new(move || t2.store(true, Ordering::SeqCst)));
+        assert!(told.load(Ordering::SeqCst), "told at once after the end");
         assert!(!t.runs());
         assert_eq!(t.number(), 3);
         assert!(t.known_until().is_none());

@@ -21,7 +21,7 @@ use super::errors::to_py;
 use super::record::PySpotRecord;
 use crate::dispatch::is_coroutine;
 use crate::errors::py_error;
-use crate::inner::SLICE;
+use crate::inner::wait_slice;
 
 /// What a node keeps for its delivery.
 pub struct Delivery<'a> {
@@ -96,11 +96,8 @@ impl Delivery<'_> {
         }
         let deadline = timeout.map(|t| Instant::now() + t);
         loop {
-            let slice = match deadline {
-                None => SLICE,
-                Some(d) => d.saturating_duration_since(Instant::now()).min(SLICE),
-            };
-            py.detach(|| node.exchange(&[], records, max, Some(slice)))
+            let slice = wait_slice(deadline);
+            py.detach(|| node.exchange(&[], records, max, slice))
                 .map_err(|e| to_py(py, e))?;
             if !records.is_empty() || deadline.is_some_and(|d| Instant::now() >= d) {
                 return Ok(());
