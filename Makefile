@@ -34,6 +34,8 @@ test: lint test-rust $(TEST_TARGETS)
 lint: $(RUST_TOOLS)
 	python3 tests/module_cycles.py --self-test
 	python3 tests/module_cycles.py core/src ffi/src lifecycle/src lifecycle-etcd/src
+	python3 tests/readme_commands.py --self-test
+	python3 tests/readme_commands.py
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps --workspace --quiet

@@ -544,19 +544,20 @@ static void lifecycle_l05_unavailable_starts_no_creation(void) {
     uint64_t a = lc_node(1, &env, store);
     uint64_t b = lc_node(2, &env, store);
     CHECK_OK(lc_soc(b, LC_S, "on b", NULL));
-    uint64_t runs = atomic_load(&env.factory_runs);
+    /* (The runs of LC_S's factory: node 2, its term ended, creates its own Entry Spot again.) */
+    uint64_t runs = atomic_load(&env.runs_of_s);
     CHECK_OK(spot_store_mark_down(store, 2));
     /* The authority exists, its owner is down: the request ends, nothing is created. */
     CHECK_ST(lc_soc(a, LC_S, "x", NULL), SPOT_E_UNAVAILABLE);
     CHECK_ST(lc_send(a, LC_S, "x"), SPOT_E_UNAVAILABLE);
     CHECK_ST(spot_node_create_user_spot(a, LC_S, NULL), SPOT_E_UNAVAILABLE);
-    CHECK_EQ_U64(atomic_load(&env.factory_runs), runs); /* no creation started */
+    CHECK_EQ_U64(atomic_load(&env.runs_of_s), runs); /* no creation started */
     CHECK_ST(spot_node_spot_kind(a, LC_S, &(uint32_t){0}), SPOT_E_NOT_FOUND);
     /* Once the owner's lease is over its authority is released: the intent creates. */
     CHECK_OK(spot_store_expire_node(store, 2));
     uint64_t gen = 0;
     CHECK_OK(lc_soc(a, LC_S, "on a", &gen));
-    CHECK_EQ_U64(atomic_load(&env.factory_runs), runs + 1);
+    CHECK_EQ_U64(atomic_load(&env.runs_of_s), runs + 1);
     CHECK_EQ_U64(kind_of(a, LC_S, SPOT_OK), SPOT_KIND_INSTANCE);
     struct lc_log log;
     lc_drain(a, &log);

@@ -17,6 +17,8 @@ pub struct World {
     pub store: Arc<EmbeddedStore>,
     pub cluster: Arc<Cluster>,
     pub factory_runs: Arc<AtomicU64>,
+    /// Factory runs per Spot id.
+    pub runs_of: Arc<Mutex<std::collections::HashMap<SpotId, u64>>>,
     pub closes: Arc<Mutex<Vec<Closed>>>,
 }
 
@@ -26,6 +28,7 @@ impl World {
             store: Arc::new(EmbeddedStore::new()),
             cluster: Cluster::new(),
             factory_runs: Arc::default(),
+            runs_of: Arc::default(),
             closes: Arc::default(),
         }
     }
@@ -35,14 +38,16 @@ impl World {
     /// was still in the store when it ran.
     pub fn config(&self, id: u64) -> NodeConfig {
         let runs = self.factory_runs.clone();
+        let runs_of = self.runs_of.clone();
         let closes = self.closes.clone();
         let store = self.store.clone();
         NodeConfig {
             node: NodeId(id),
             entry: SpotId(1000 + id),
             clock: ClockKind::Manual(ManualClock::new()),
-            factory: Some(Arc::new(move |_, _| {
+            factory: Some(Arc::new(move |spot, _| {
                 runs.fetch_add(1, SeqCst);
+                *runs_of.lock().unwrap().entry(spot).or_insert(0) += 1;
                 Ok(())
             })),
             on_close: Some(Arc::new(move |spot, kind, reason| {
@@ -66,6 +71,16 @@ impl World {
 
     pub fn factory_runs(&self) -> u64 {
         self.factory_runs.load(SeqCst)
+    }
+
+    /// Factory runs for Spot `spot`.
+    pub fn runs_of(&self, spot: SpotId) -> u64 {
+        self.runs_of
+            .lock()
+            .unwrap()
+            .get(&spot)
+            .copied()
+            .unwrap_or(0)
     }
 }
 
