@@ -391,3 +391,39 @@ fn a_node_reported_down_is_not_sent_to_over_an_old_route() {
         "no creation for an Unavailable Spot (c's Entry only)"
     );
 }
+
+#[test]
+fn a_closing_callback_that_sends_while_its_node_takes_a_new_term_does_not_hang() {
+    let w = World::new();
+    let node_cell: Arc<Mutex<Option<std::sync::Weak<Node>>>> = Arc::default();
+    let answers: Arc<Mutex<Vec<String>>> = Arc::default();
+    let mut cfg = real(w.config(1));
+    {
+        let (node_cell, answers) = (node_cell.clone(), answers.clone());
+        cfg.on_close = Some(Arc::new(move |spot, _, reason| {
+            if reason != CloseReason::AuthorityLost || spot != SpotId(3) {
+                return;
+            }
+            let n = node_cell.lock().unwrap().as_ref().and_then(|w| w.upgrade());
+            if let Some(n) = n {
+                // An intent from inside the callback (the keeper runs it): answered, not hung.
+                let r = n.send_or_create(SpotId(4), *b"from the callback");
+                answers.lock().unwrap().push(format!("{r:?}"));
+            }
+        }));
+    }
+    let a = w.node_with(cfg);
+    *node_cell.lock().unwrap() = Some(Arc::downgrade(&a));
+    a.send_or_create(SpotId(3), *b"x").unwrap();
+    w.store.expire_node(NodeId(1));
+    assert!(
+        eventually(Duration::from_secs(30), || a.stats().terms_renewed == 1),
+        "the node took a new term"
+    );
+    assert!(eventually(Duration::from_secs(30), || !answers
+        .lock()
+        .unwrap()
+        .is_empty()));
+    // The node serves in its new term.
+    a.send_or_create(SpotId(5), *b"after").unwrap();
+}

@@ -200,22 +200,26 @@ impl Node {
     }
 
     /// The term has ended: gives up every Spot, then registers again (a new term) and
-    /// creates the Entry Spot again. No activation runs meanwhile.
+    /// creates the Entry Spot again. Activations that began in the ended term finish before
+    /// the Spots are marked (none can commit: the store refuses an ended term's writes), and
+    /// the closing callbacks run after every lock is released — a callback may send.
     fn take_new_term(&self) -> Result<()> {
-        let _no_activation = self.activations.write();
-        if self.closed.load(Acquire) {
-            return Ok(());
-        }
-        let all: Vec<Arc<LocalSpot>> = self.spots.read().iter().cloned().collect();
-        for s in &all {
-            self.give_up(s);
+        let lost: Vec<Arc<LocalSpot>> = {
+            let _no_activation = self.activations.write();
+            if self.closed.load(Acquire) {
+                return Ok(());
+            }
+            let all: Vec<Arc<LocalSpot>> = self.spots.read().iter().cloned().collect();
+            all.into_iter().filter(|s| self.mark_lost(s)).collect()
+        };
+        for s in &lost {
+            self.finish_lost(s);
         }
         let term = self
             .store
             .register_node(self.id, self.config.active_cap, self.address)?;
         *self.term.write() = term;
         self.counters.terms.fetch_add(1, Relaxed);
-        drop(_no_activation);
         self.create_entry()
     }
 
@@ -224,10 +228,21 @@ impl Node {
     /// its id can be created again), its queued messages are dropped (counted), and its
     /// close finishes as `CloseReason::AuthorityLost` once no record of it holds its gate.
     pub(super) fn give_up(&self, s: &Arc<LocalSpot>) {
+        if self.mark_lost(s) {
+            self.finish_lost(s);
+        }
+    }
+
+    /// The first half of [`Node::give_up`], which takes no other lock than the Spot's and
+    /// the admission view's: marks the Spot lost and closing, takes it out of the admission
+    /// view and drops its queued messages. False when it was marked before, or a close of
+    /// it was already under way (that close finishes as `AuthorityLost`: `finish_close`
+    /// looks).
+    fn mark_lost(&self, s: &Arc<LocalSpot>) -> bool {
         let was_closing = {
             let _st = s.state.lock();
             if s.close.lost() {
-                return;
+                return false;
             }
             let was = s.close.closing();
             s.close.set_lost();
@@ -236,10 +251,16 @@ impl Node {
         };
         self.spots.write().remove_same(s);
         if was_closing {
-            // A close in progress finishes as AuthorityLost (`finish_close` looks).
-            return;
+            return false;
         }
         self.drop_queued(s);
+        true
+    }
+
+    /// The second half of [`Node::give_up`]: the close, now if the Spot's gate is free,
+    /// else once the record that holds it completes. Runs the closing callback (host code):
+    /// call it with no lock held.
+    fn finish_lost(&self, s: &Arc<LocalSpot>) {
         if s.owner.try_enter_gate() {
             self.finish_close(s, CloseReason::AuthorityLost, true);
             return;
