@@ -195,10 +195,13 @@ reliability-tsan: reliability-clang
 	clang -g -pthread $(REL_BUILD)/tsan_selfcheck.o $(REL_TSAN_DIR)/$(REL_TSAN_HOST)/release/libspot_timer.a \
 	  -Wl,--whole-archive $(REL_TSAN_RT) -Wl,--no-whole-archive -rdynamic -ldl -lm -lrt \
 	  -o $(REL_BUILD)/tsan_selfcheck
-	@TSAN_OPTIONS="halt_on_error=1 exitcode=66" $(REL_BUILD)/tsan_selfcheck > $(REL_BUILD)/tsan-selfcheck.log 2>&1; \
+	@# TSan reports the planted race in most runs, not all (about four in five were seen):
+	@# the check is that the library is instrumented, so one report in five tries suffices.
+	@for try in 1 2 3 4 5; do \
+	  TSAN_OPTIONS="halt_on_error=1 exitcode=66" $(REL_BUILD)/tsan_selfcheck > $(REL_BUILD)/tsan-selfcheck.log 2>&1; \
 	  rc=$$?; if [ $$rc = 66 ] && grep -q 'spot_last_error' $(REL_BUILD)/tsan-selfcheck.log; then \
-	    echo "reliability-tsan: self-check ok (a planted race inside the library was reported)"; \
-	  else cat $(REL_BUILD)/tsan-selfcheck.log; echo "reliability-tsan: self-check FAILED (rc $$rc)"; exit 1; fi
+	    echo "reliability-tsan: self-check ok (a planted race inside the library was reported, try $$try)"; exit 0; fi; \
+	done; cat $(REL_BUILD)/tsan-selfcheck.log; echo "reliability-tsan: self-check FAILED (rc $$rc, 5 tries)"; exit 1
 	$(REL_TSAN_OPTIONS) $(REL_FAULT_ENV) RELIABILITY_TIMERS=5000 $(REL_T) $(REL_LIMIT) \
 	  $(REL_BUILD)/faults_tsan $(REL_TSAN_CASES) 2>&1 | tee $(REL_BUILD)/tsan.log; exit $${PIPESTATUS[0]}
 	$(REL_TSAN_OPTIONS) $(REL_TSAN_STRESS_ENV) $(REL_T) $(REL_LIMIT) $(REL_TSAN_CARGO) test $(REL_TSAN_ARGS) \
