@@ -515,7 +515,7 @@ struct spot_node_config {
      */
     void *env;
     /**
-     * Since 2.3. Serve the nodes of other processes (on other stores of the same etcd
+     * Serve the nodes of other processes (on other stores of the same etcd
      * prefix) over TCP on this address: NULL or "" for none; otherwise "IP:PORT", e.g.
      * "127.0.0.1:0" (port 0: any free port; `spot_node_address` tells the port bound).
      * The address bound is recorded in the store with the node. Read during
@@ -963,7 +963,7 @@ struct spot_batch {
 };
 
 /**
- * How to reach etcd (`spot_store_new_etcd`, since 2.2). Set `struct_size` to
+ * How to reach etcd (`spot_store_new_etcd`). Set `struct_size` to
  * `sizeof(struct spot_etcd_config)`; a zero duration takes its default.
  */
 struct spot_etcd_config {
@@ -1624,7 +1624,7 @@ uint32_t spot_abi_version(void);
 spot_status spot_runtime_new(const struct spot_runtime_config *cfg, uint64_t *out_rt);
 
 /**
- * Closes a runtime without freeing its handle (since 2.1): every live timer ends with
+ * Closes a runtime without freeing its handle: every live timer ends with
  * SPOT_END_RUNTIME_CLOSED (release hooks run on this thread), threads blocked in this
  * runtime's calls wake with SPOT_E_CLOSED, and the scheduler thread exits. Afterwards the
  * handle stays valid until `spot_runtime_free`: a cancel gives the generation's terminal
@@ -1765,8 +1765,8 @@ spot_status spot_session_free(uint64_t session);
 spot_status spot_store_new(uint64_t *out_store);
 
 /**
- * Connects to etcd and returns a Location Store shared by the nodes of several processes
- * (since 2.2). The node started on it holds an etcd lease (its owner lease, kept alive by
+ * Connects to etcd and returns a Location Store shared by the nodes of several processes.
+ * The node started on it holds an etcd lease (its owner lease, kept alive by
  * the store) and creates, finds and releases Spots through etcd transactions; routes to
  * Ready Spots are cached and invalidated by a watch, so a steady-state send makes no etcd
  * request (`spot_store_requests`). While etcd cannot be reached, creating a missing Spot

@@ -1,4 +1,4 @@
-//! Metrics through the C ABI (since 2.1): the runtime's lateness quantiles and a
+//! Metrics through the C ABI: the runtime's lateness quantiles and a
 //! Prometheus text exposition of its stats and lateness histogram.
 
 use std::ffi::{c_char, CStr};

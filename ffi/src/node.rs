@@ -1,4 +1,4 @@
-//! The Spot lifecycle through the C ABI (since 2.1): stores, nodes, sending, creating,
+//! The Spot lifecycle through the C ABI: stores, nodes, sending, creating,
 //! closing, eviction, and the node's exchange of Spot work. A thin adapter over the
 //! `spot-lifecycle` crate: every rule lives there.
 

@@ -1,4 +1,4 @@
-//! The `#[repr(C)]` structs and enum values of the Spot lifecycle's C ABI (since 2.1).
+//! The `#[repr(C)]` structs and enum values of the Spot lifecycle's C ABI.
 
 use std::ffi::{c_char, c_void};
 
@@ -64,7 +64,7 @@ pub type spot_factory_fn = Option<
 pub type spot_closing_fn =
     Option<unsafe extern "C" fn(env: *mut c_void, spot_id: u64, kind: u32, reason: u32)>;
 
-/// How to reach etcd (`spot_store_new_etcd`, since 2.2). Set `struct_size` to
+/// How to reach etcd (`spot_store_new_etcd`). Set `struct_size` to
 /// `sizeof(struct spot_etcd_config)`; a zero duration takes its default.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
@@ -121,7 +121,7 @@ pub struct spot_node_config {
     pub on_close: spot_closing_fn,
     /// Handed to `factory` and `on_close`; never read by the library.
     pub env: *mut c_void,
-    /// Since 2.3. Serve the nodes of other processes (on other stores of the same etcd
+    /// Serve the nodes of other processes (on other stores of the same etcd
     /// prefix) over TCP on this address: NULL or "" for none; otherwise "IP:PORT", e.g.
     /// "127.0.0.1:0" (port 0: any free port; `spot_node_address` tells the port bound).
     /// The address bound is recorded in the store with the node. Read during

@@ -108,7 +108,7 @@ pub unsafe extern "C" fn spot_runtime_new(
     })
 }
 
-/// Closes a runtime without freeing its handle (since 2.1): every live timer ends with
+/// Closes a runtime without freeing its handle: every live timer ends with
 /// SPOT_END_RUNTIME_CLOSED (release hooks run on this thread), threads blocked in this
 /// runtime's calls wake with SPOT_E_CLOSED, and the scheduler thread exits. Afterwards the
 /// handle stays valid until `spot_runtime_free`: a cancel gives the generation's terminal

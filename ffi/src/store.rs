@@ -1,5 +1,5 @@
 //! Location Stores through the C ABI: the embedded store (one process; nodes on the same
-//! store are simulated nodes of one in-process cluster) and, since 2.2, the etcd store
+//! store are simulated nodes of one in-process cluster) and the etcd store
 //! (nodes in several processes agree through etcd). A node is started on either
 //! (`spot_node_start`); the lifecycle rules are the same.
 
@@ -107,8 +107,8 @@ fn duration_or(ns: u64, default: Duration) -> Duration {
     }
 }
 
-/// Connects to etcd and returns a Location Store shared by the nodes of several processes
-/// (since 2.2). The node started on it holds an etcd lease (its owner lease, kept alive by
+/// Connects to etcd and returns a Location Store shared by the nodes of several processes.
+/// The node started on it holds an etcd lease (its owner lease, kept alive by
 /// the store) and creates, finds and releases Spots through etcd transactions; routes to
 /// Ready Spots are cached and invalidated by a watch, so a steady-state send makes no etcd
 /// request (`spot_store_requests`). While etcd cannot be reached, creating a missing Spot
