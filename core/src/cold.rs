@@ -153,6 +153,9 @@ impl ColdTable {
         // the slot (HAS_COLD) before this; either it sees the end, or the end sees its flag.
         let w = word.load(SeqCst);
         if word::generation(w) != generation {
+            if word::superseded_in_place(generation, word::generation(w)) {
+                return Some(Ok(EndReason::Superseded));
+            }
             return Some(Err(Error::StaleHandle));
         }
         if word::phase(w) == word::ENDED {

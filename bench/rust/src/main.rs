@@ -135,7 +135,12 @@ fn spot_runtime() -> Runtime<u32> {
 }
 
 fn spot_owners(rt: &Runtime<u32>, n: usize, base: u64) -> Vec<Owner<u32>> {
-    (0..n.div_ceil(PER_OWNER))
+    spot_owners_of(rt, n, base, PER_OWNER)
+}
+
+/// `n.div_ceil(per_owner)` owners with concurrent gates and no lease.
+fn spot_owners_of(rt: &Runtime<u32>, n: usize, base: u64, per_owner: usize) -> Vec<Owner<u32>> {
+    (0..n.div_ceil(per_owner))
         .map(|i| {
             rt.acquire_owner(
                 base + i as u64,
@@ -328,29 +333,34 @@ fn permutation(n: usize, seed: u64) -> Vec<u32> {
 /// W7: `n` live timers with random deadlines 1–60 s, then `m` pairs of "cancel a uniformly
 /// random live timer and arm it again with a new random deadline". Returns (ns per pair,
 /// process CPU ns per pair, allocations per pair).
-fn w7_once(system: &str, n: usize, m: usize, seed: u64) -> (f64, f64, f64) {
+fn w7_once(system: &str, n: usize, m: usize, seed: u64, shape: W7Shape) -> (f64, f64, f64) {
     let mut rng = Rng(seed | 1);
-    let deadline = |r: &mut Rng| Duration::from_millis(1_000 + r.next() % 59_000);
+    let scale = shape.deadline_scale;
+    let deadline = |r: &mut Rng| Duration::from_millis((1_000 + r.next() % 59_000) * scale);
+    let per_owner = shape.per_owner;
     let initial: Vec<Duration> = (0..n).map(|_| deadline(&mut rng)).collect();
     let picks: Vec<(u32, Duration)> = (0..m)
         .map(|_| ((rng.next() % n as u64) as u32, deadline(&mut rng)))
         .collect();
     match system {
         // cancel + register: the host cancels by id, then arms the key again.
-        "spot" | "spot-supersede" => {
+        // spot-supersede: the key registered again; spot-rearm: the same, naming the
+        // generation it replaces (`Owner::rearm`, in place when it is idle).
+        "spot" | "spot-supersede" | "spot-rearm" => {
             let rt = spot_runtime();
-            let owners = spot_owners(&rt, n, 1);
+            let owners = spot_owners_of(&rt, n, 1, per_owner);
             let mut ids: Vec<TimerId> = initial
                 .iter()
                 .enumerate()
                 .map(|(i, d)| {
-                    owners[i / PER_OWNER]
+                    owners[i / per_owner]
                         .register_id(i as u64, TimerSpec::after(*d), 0, None)
                         .unwrap()
                 })
                 .collect();
             rt.sync().unwrap();
-            let supersede = system == "spot-supersede";
+            let supersede = system != "spot";
+            let rearm = system == "spot-rearm";
             let a0 = allocs();
             let c0 = cpu_s();
             let t0 = Instant::now();
@@ -363,9 +373,13 @@ fn w7_once(system: &str, n: usize, m: usize, seed: u64) -> (f64, f64, f64) {
                         Ok(Some(Ok(EndReason::Cancelled)))
                     ));
                 }
-                ids[i] = owners[i / PER_OWNER]
-                    .register_id(i as u64, TimerSpec::after(d), 0, None)
-                    .unwrap();
+                let owner = &owners[i / per_owner];
+                ids[i] = if rearm {
+                    owner.rearm(ids[i], i as u64, TimerSpec::after(d), 0, None)
+                } else {
+                    owner.register_id(i as u64, TimerSpec::after(d), 0, None)
+                }
+                .unwrap();
             }
             rt.sync().unwrap();
             let t = t0.elapsed();
@@ -426,9 +440,17 @@ fn w7_once(system: &str, n: usize, m: usize, seed: u64) -> (f64, f64, f64) {
     }
 }
 
-fn w7(system: &str, n: usize, m: usize) {
-    w7_once(system, n.min(20_000), m.min(20_000), 7);
-    let (pair, cpu, a) = w7_once(system, n, m, 12345);
+/// How W7's timers are spread: timers per owner, and a factor on the 1–60 s deadlines
+/// (a run under callgrind, 50 times slower, must not see its timers fall due).
+#[derive(Clone, Copy)]
+struct W7Shape {
+    per_owner: usize,
+    deadline_scale: u64,
+}
+
+fn w7(system: &str, n: usize, m: usize, shape: W7Shape) {
+    w7_once(system, n.min(20_000), m.min(20_000), 7, shape);
+    let (pair, cpu, a) = w7_once(system, n, m, 12345, shape);
     println!("{{\"pair_ns\":{pair:.2},\"cpu_ns_per_pair\":{cpu:.2},\"allocs_per_pair\":{a:.4}}}");
 }
 
@@ -916,7 +938,14 @@ fn main() {
             )
         }
         Some("w1tail") => w1_tail(&a[2], num(3)),
-        Some("w7") => w7(&a[2], num(3), num(4)),
+        Some("w7") => {
+            let opt = |i: usize, default: usize| a.get(i).map_or(default, |_| num(i));
+            let shape = W7Shape {
+                per_owner: opt(5, PER_OWNER).max(1),
+                deadline_scale: opt(6, 1).max(1) as u64,
+            };
+            w7(&a[2], num(3), num(4), shape)
+        }
         Some("w4") => w4(&a[2], num(3)),
         Some("w6") => w6(&a[2], num(3), num(4)),
         _ => {
@@ -924,7 +953,7 @@ fn main() {
                 "usage: spot-bench-rust w1|w1tail|w2|w4|w6|w7 <system> <n> [...]\n       \
                  w1 <system> <n> [in-order|random]\n       \
                  w2 <system> <n> <seconds> <period_ms> [same|spread] [latency|noop]\n       \
-                 w7 <system> <live> <pairs>"
+                 w7 <system> <live> <pairs> [timers_per_owner=100] [deadline_scale=1]"
             );
             std::process::exit(2);
         }

@@ -60,7 +60,22 @@ impl<P> Shared<P> {
             }
             EndClaim::Pending | EndClaim::Ending => Ok(Ended::Later),
             EndClaim::Ended(w) => Ok(Ended::Done(self.result_of(id.slot(), w))),
-            EndClaim::Stale => Err(Error::StaleHandle),
+            EndClaim::Stale => self.stale_result(id).map(Ended::Done),
+        }
+    }
+
+    /// What a generation gets whose slot no longer holds it: `Superseded` when a
+    /// re-registration took the slot in place ([`word::superseded_in_place`]), else
+    /// `Error::StaleHandle`.
+    pub(crate) fn stale_result(&self, id: TimerId) -> Result<EndResult, Error> {
+        let current = self
+            .slots
+            .get(id.slot())
+            .map(|s| word::generation(s.word.load(Acquire)));
+        if current.is_some_and(|c| word::superseded_in_place(id.generation(), c)) {
+            Ok(Ok(EndReason::Superseded))
+        } else {
+            Err(Error::StaleHandle)
         }
     }
 
@@ -219,7 +234,7 @@ impl<P> Shared<P> {
     }
 
     /// Wakes threads parked for the end, runs subscribers, queues cancel notices.
-    fn notify_end(&self, index: u32, generation: u64, ended: u64, work: &mut Work) {
+    pub(crate) fn notify_end(&self, index: u32, generation: u64, ended: u64, work: &mut Work) {
         let slot = self.slots.slot(index);
         if slot.flags() & HAS_COLD != 0 {
             if let Some(waiting) = self.cold.take_waiting(index, ended) {
@@ -324,6 +339,9 @@ impl<P> Shared<P> {
         };
         let w = slot.word.load(Acquire);
         if word::generation(w) != id.generation() {
+            if word::superseded_in_place(id.generation(), word::generation(w)) {
+                return Some(Ok(EndReason::Superseded));
+            }
             return Some(Err(Error::StaleHandle));
         }
         (word::phase(w) == word::ENDED).then(|| self.result_of(id.slot(), w))

@@ -42,6 +42,7 @@ mod handover;
 mod owner_api;
 mod pretouch;
 mod ready;
+mod rearm;
 mod register;
 mod scheduler;
 mod session;
@@ -272,7 +273,9 @@ impl<P: Clone + Send + Sync + 'static> Runtime<P> {
     pub fn timer(&self, id: TimerId) -> Result<TimerHandle<P>> {
         let slot = self.shared.slots.get(id.slot()).ok_or(Error::StaleHandle)?;
         let w = slot.word.load(Ordering::Acquire);
-        if word::phase(w) == word::FREE || word::generation(w) != id.generation() {
+        let held = word::generation(w) == id.generation()
+            || word::superseded_in_place(id.generation(), word::generation(w));
+        if word::phase(w) == word::FREE || !held {
             return Err(Error::StaleHandle);
         }
         Ok(TimerHandle::new(self.shared.clone(), id))

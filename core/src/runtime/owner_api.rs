@@ -272,6 +272,33 @@ impl<P: Clone + Send + Sync + 'static> Owner<P> {
             .register(self.index(), self.epoch, key, &spec, payload, release)
     }
 
+    /// [`Owner::register_id`], naming `previous`: the id of the key's current generation
+    /// as the host knows it (a timeout it resets, a reminder it moves). The outcome is the
+    /// same — a new generation supersedes the key's current one (T1) — and when
+    /// `previous` is that generation, idle, and its end runs nothing (no release hook or
+    /// release work, nobody waiting for it, a payload without drop glue), the new
+    /// generation takes its slot in place: nothing but the timer's own line, its payload
+    /// and one deadline entry is written. `previous`'s result stays `Superseded`. A
+    /// `previous` that is stale or names another key only costs the look.
+    pub fn rearm(
+        &self,
+        previous: TimerId,
+        key: TimerKey,
+        spec: TimerSpec,
+        payload: P,
+        release: Option<ReleaseHook>,
+    ) -> Result<TimerId> {
+        self.rt.rearm(
+            self.index(),
+            self.epoch,
+            previous,
+            key,
+            &spec,
+            payload,
+            release,
+        )
+    }
+
     /// Takes the owner's execution gate for the host's own work, waiting up to `timeout`
     /// (`None`: forever). While held, none of the owner's timer callbacks start; due
     /// ticks wait and are delivered after [`Owner::leave_gate`] (T9). False on timeout or

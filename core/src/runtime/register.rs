@@ -52,8 +52,7 @@ impl<P: Send + Sync + 'static> Shared<P> {
             self.forget_cold(index);
         }
         let generation = next_generation();
-        let exact =
-            self.manual.is_none() && schedule.period != 0 && schedule.period < self.resolution;
+        let exact = self.is_exact(&schedule);
         slot.key.store(key, Relaxed);
         slot.mode.store(schedule.mode, Relaxed);
         slot.base.store(schedule.base, Relaxed);
@@ -105,13 +104,8 @@ impl<P: Send + Sync + 'static> Shared<P> {
         };
         let id = TimerId::new(index, generation);
 
-        // A first deadline less than one resolution away (work armed for "now", a short
-        // delay) is woken for to the nanosecond: the wheel would hold it until its tick
-        // boundary, up to a whole resolution late — all of its delay, for work armed to
-        // run at once. Later deadlines of the timer follow its period's rule (`exact`).
         let first_due = schedule.first_due();
-        let first_exact =
-            exact || (self.manual.is_none() && first_due < now.saturating_add(self.resolution));
+        let first_exact = self.first_is_exact(exact, first_due, now);
         if superseded.is_some() || closed {
             self.finish_registration(
                 id,
@@ -126,29 +120,61 @@ impl<P: Send + Sync + 'static> Shared<P> {
         }
         // The common case needs no work context: arm, count, done.
         if word::phase(published) == word::IDLE {
-            // (On the manual clock nothing is delivered before the next `advance`.)
-            if self.manual.is_none() && first_due <= now {
-                self.deliver_at_registration(index, now);
-            } else {
-                let entry = Entry {
-                    due: first_due,
-                    target: index,
-                    tag: published as u32,
-                };
-                let armed = self.shards.arm_one(here.shard, entry, first_exact);
-                if let Some(wake_at) = armed.earlier {
-                    if self.wake_for(wake_at) {
-                        self.counters
-                            .add_for(here.thread, C::scheduler_wakes_by_hosts, 1);
-                    }
-                }
-                if armed.grown {
-                    self.compact_grown(here.shard);
-                }
-            }
+            self.arm_first(here, index, now, published, first_due, first_exact);
         }
         self.counters.add_for(here.thread, C::registered, 1);
         Ok(id)
+    }
+
+    /// Is a timer of `schedule` armed to the nanosecond (its period is below the wakeup
+    /// resolution)?
+    #[inline]
+    pub(crate) fn is_exact(&self, schedule: &crate::policy::Schedule) -> bool {
+        self.manual.is_none() && schedule.period != 0 && schedule.period < self.resolution
+    }
+
+    /// A first deadline less than one resolution away (work armed for "now", a short
+    /// delay) is woken for to the nanosecond: the wheel would hold it until its tick
+    /// boundary, up to a whole resolution late — all of its delay, for work armed to
+    /// run at once. Later deadlines of the timer follow its period's rule (`exact`).
+    #[inline]
+    pub(crate) fn first_is_exact(&self, exact: bool, first_due: Nanos, now: Nanos) -> bool {
+        exact || (self.manual.is_none() && first_due < now.saturating_add(self.resolution))
+    }
+
+    /// Arms the first deadline of the IDLE generation just published in `index` (its
+    /// word `published`) in the calling thread's shard, or delivers it here when it is
+    /// already due, without a work context.
+    #[inline]
+    pub(crate) fn arm_first(
+        &self,
+        here: Here,
+        index: u32,
+        now: Nanos,
+        published: u64,
+        first_due: Nanos,
+        first_exact: bool,
+    ) {
+        // (On the manual clock nothing is delivered before the next `advance`.)
+        if self.manual.is_none() && first_due <= now {
+            self.deliver_at_registration(index, now);
+            return;
+        }
+        let entry = Entry {
+            due: first_due,
+            target: index,
+            tag: published as u32,
+        };
+        let armed = self.shards.arm_one(here.shard, entry, first_exact);
+        if let Some(wake_at) = armed.earlier {
+            if self.wake_for(wake_at) {
+                self.counters
+                    .add_for(here.thread, C::scheduler_wakes_by_hosts, 1);
+            }
+        }
+        if armed.grown {
+            self.compact_grown(here.shard);
+        }
     }
 
     /// Drops what an earlier generation of slot `index` left in the cold table.
@@ -206,7 +232,7 @@ impl<P: Send + Sync + 'static> Shared<P> {
     /// that raced the runtime's close (the new generation then ends at once).
     #[cold]
     #[allow(clippy::too_many_arguments)]
-    fn finish_registration(
+    pub(crate) fn finish_registration(
         &self,
         id: TimerId,
         now: Nanos,

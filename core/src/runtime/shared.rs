@@ -13,7 +13,7 @@ use crate::owner::OwnerTable;
 use crate::queue::Entry;
 use crate::runtime::ready::{Pending, ReadyQueue};
 use crate::runtime::shards::Shards;
-use crate::slot::word::GEN_MASK;
+use crate::slot::word::{GEN_MASK, IN_PLACE_BITS};
 use crate::slot::SlotTable;
 use crate::stats::{Counters, Tally, C};
 use crate::tick::CancelNotice;
@@ -37,8 +37,10 @@ thread_local! {
 /// Every generation of every runtime in the process is unique (to 40 bits), so a handle
 /// of another runtime never matches a slot here by accident. Threads take them in blocks,
 /// so registering threads do not share a counter's cache line.
-static NEXT_GENERATION: AtomicU64 = AtomicU64::new(1);
-const GENERATION_BLOCK: u64 = 1024;
+/// Each is a multiple of `1 << IN_PLACE_BITS`: the numbers between belong to the
+/// re-registrations that keep the slot (`word::in_place_successor`).
+static NEXT_GENERATION: AtomicU64 = AtomicU64::new(1 << IN_PLACE_BITS);
+const GENERATION_BLOCK: u64 = 1024 << IN_PLACE_BITS;
 
 #[inline]
 pub(crate) fn next_generation() -> u64 {
@@ -50,7 +52,7 @@ pub(crate) fn next_generation() -> u64 {
             let start = NEXT_GENERATION.fetch_add(GENERATION_BLOCK, Ordering::Relaxed);
             (start, start + GENERATION_BLOCK)
         };
-        g.set((next + 1, end));
+        g.set((next + (1 << IN_PLACE_BITS), end));
         let generation = next & GEN_MASK;
         if generation != 0 {
             return generation;

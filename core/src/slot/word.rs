@@ -10,7 +10,9 @@
 //! ```
 //!
 //! - generation (40 bits): unique per registration across every runtime of the process
-//!   (wraps after 2^40 registrations; 0 is never handed out).
+//!   (0 is never handed out). A registration that takes a slot gets one whose low 8 bits
+//!   are zero (they wrap after 2^32 of those); a re-registration in place counts up in
+//!   them (`IN_PLACE_BITS`).
 //! - sequence (15 bits): bumped by every delivery; with the generation's low 16 bits it
 //!   names the record in flight (its completion token).
 //! - reason: the end reason, once an end is requested (flag A in HANDED / COMPLETING) and
@@ -63,6 +65,25 @@ const SEQ_MASK: u64 = 0x7FFF << SEQ_SHIFT;
 pub(crate) const GEN_SHIFT: u32 = 24;
 /// Generations are 40-bit numbers.
 pub(crate) const GEN_MASK: u64 = (1 << 40) - 1;
+/// A registration that takes a slot gets a generation whose low `IN_PLACE_BITS` are zero;
+/// the generations a key's re-registrations then give it in the same slot (an idle
+/// generation superseded in place, see `runtime::rearm`) count up in those bits. So a slot
+/// holding generation `c` proves that every generation of its run below `c` ended
+/// superseded ([`superseded_in_place`]): their one result stays readable without a byte
+/// kept for it.
+pub(crate) const IN_PLACE_BITS: u32 = 8;
+const IN_PLACE_MASK: u64 = (1 << IN_PLACE_BITS) - 1;
+
+/// The generation that supersedes `generation` in its own slot, while its run has room.
+pub(crate) fn in_place_successor(generation: u64) -> Option<u64> {
+    (generation & IN_PLACE_MASK != IN_PLACE_MASK).then_some(generation + 1)
+}
+
+/// Did generation `asked` of a slot whose word now holds generation `current` end
+/// superseded in place (same run, older)? Its result is then `Superseded`.
+pub(crate) fn superseded_in_place(asked: u64, current: u64) -> bool {
+    asked < current && asked >> IN_PLACE_BITS == current >> IN_PLACE_BITS
+}
 
 /// The end reason code of a release hook that failed (the message is kept aside).
 pub(crate) const REASON_CLEANUP_FAILED: u8 = 6;
@@ -354,6 +375,30 @@ pub(crate) fn end_idle(word: &AtomicU64, generation: u64, reason: u8) -> Option<
         .map(|_| (ended, w))
 }
 
+/// IDLE (not parked in its owner's gate queue) → ENDING with `reason`, for a
+/// re-registration that keeps the slot: the ENDING word, or None when the word is not
+/// that (the caller registers elsewhere).
+pub(crate) fn claim_idle(word: &AtomicU64, generation: u64, reason: u8) -> Option<u64> {
+    let w = word.load(Acquire);
+    if self::generation(w) != generation || phase(w) != IDLE || w & FLAG_A != 0 {
+        return None;
+    }
+    let ending = with_phase(
+        (w & !(REASON_MASK | FLAG_B | FLAG_C)) | (u64::from(reason) << REASON_SHIFT),
+        ENDING,
+    );
+    word.compare_exchange(w, ending, AcqRel, Acquire)
+        .ok()
+        .map(|_| ending)
+}
+
+/// The ENDED word of an ENDING one with its own reason, never stored: what the end of a
+/// generation superseded in place hands to those who asked for it.
+pub(crate) fn ended_of(ending: u64) -> u64 {
+    debug_assert_eq!(phase(ending), ENDING);
+    (ending & !(FLAG_A | FLAG_B | FLAG_C | PHASE_MASK)) | ENDED
+}
+
 /// ENDING → ENDED: publishes the terminal result. Only the thread that holds ENDING calls
 /// it; the sequentially consistent swap makes the end's effects visible to every reader
 /// of the result, and orders it before the caller's look at the slot's waiter flags.
@@ -451,6 +496,51 @@ mod loom_models {
     use loom::sync::Arc;
     use loom::thread;
     use std::sync::atomic::Ordering::Release;
+
+    /// A re-registration in place racing a cancel and a delivery of the same idle
+    /// generation: exactly one of the three wins its claim, and a loser that finds the
+    /// slot moved on reads the one result the winner gave — `Superseded` when the
+    /// re-registration won.
+    #[test]
+    fn rearm_in_place_cancel_and_delivery_have_one_winner() {
+        loom::model(|| {
+            let g = 1 << IN_PLACE_BITS;
+            let w = Arc::new(AtomicU64::new(fresh(g, false)));
+            let rearm = {
+                let w = w.clone();
+                thread::spawn(move || match claim_idle(&w, g, 1) {
+                    Some(_) => {
+                        w.swap(fresh(in_place_successor(g).unwrap(), false), SeqCst);
+                        true
+                    }
+                    None => false,
+                })
+            };
+            let deliver = {
+                let w = w.clone();
+                thread::spawn(move || {
+                    let seen = w.load(Acquire);
+                    generation(seen) == g && phase(seen) == IDLE && queue(&w, seen, false).is_some()
+                })
+            };
+            let cancel = claim_end(&w, g, 0, false);
+            let rearmed = rearm.join().unwrap();
+            let delivered = deliver.join().unwrap();
+            let cancelled = matches!(cancel, EndClaim::Claimed { from, .. } if phase(from) == IDLE);
+            let took_back =
+                matches!(cancel, EndClaim::Claimed { from, .. } if phase(from) == QUEUED);
+            assert_eq!(
+                u8::from(rearmed) + u8::from(cancelled) + u8::from(delivered && !took_back),
+                1 - u8::from(took_back),
+                "one claim of the idle generation wins"
+            );
+            if rearmed {
+                let now = generation(w.load(Acquire));
+                assert!(matches!(cancel, EndClaim::Stale | EndClaim::Ending));
+                assert!(superseded_in_place(g, now), "the loser reads Superseded");
+            }
+        });
+    }
 
     /// A host receiving a published record races a cancel: exactly one wins. Either the
     /// host holds it and the cancel waits for its completion (Pending), or the record is

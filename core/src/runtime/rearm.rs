@@ -1,0 +1,195 @@
+//! Re-registration in place: a host that holds the id of its key's current generation and
+//! registers the key again (a timeout reset, a reminder moved) gets the new generation in
+//! the same slot when the old one is idle and its end runs nothing. The key table, the
+//! owner's count of live generations and the slot's taken mark stay as they are; what is
+//! written is the slot's own line, its payload and one deadline entry. Otherwise the
+//! registration takes the ordinary path ([`Shared::register`]), with the same outcome.
+//!
+//! Ground rules:
+//! - The old generation is claimed IDLE → ENDING ([`word::claim_idle`]) and the new one
+//!   published with one swap, both under the owner's lock, as an ordinary registration
+//!   publishes: registrations of the same key, the end of the owner's authority and
+//!   `close` see one or the other, never a slot in between.
+//! - The new generation is the old one's in-place successor ([`word::in_place_successor`]),
+//!   so the old one's result — `Superseded` — stays readable from the slot's word alone
+//!   ([`word::superseded_in_place`]); nothing is kept for it.
+//! - Whoever asked for the old generation's end while it was being replaced (a waiter, a
+//!   subscriber, a cancel notice) flagged the slot first; the swap is sequentially
+//!   consistent and the flags are read after it, so each is answered here or saw the
+//!   new word and read the result from it.
+
+use std::sync::atomic::Ordering::{Relaxed, SeqCst};
+
+use crate::cold::ReleaseHook;
+use crate::end::EndReason;
+use crate::error::Result;
+use crate::runtime::shared::{with_work, Shared};
+use crate::slot::word;
+use crate::slot::{Slot, EXACT, HAS_COLD, HAS_RELEASE, HAS_WAITERS, OWNER_INDEX_MASK};
+use crate::spec::{TimerId, TimerKey, TimerSpec};
+use crate::stats::C;
+
+/// What a look at the previous generation's slot decided.
+enum InPlace<P> {
+    /// Registered in place (or refused, with the ordinary path's error).
+    Done(Result<TimerId>),
+    /// Not possible here: the payload goes to an ordinary registration.
+    Elsewhere(P),
+}
+
+impl<P: Send + Sync + 'static> Shared<P> {
+    /// Registers (owner, key) as [`Shared::register`] does; `previous` names the key's
+    /// current generation as the caller knows it, whose slot the new one takes when it can.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn rearm(
+        &self,
+        owner_index: u32,
+        epoch: u64,
+        previous: TimerId,
+        key: TimerKey,
+        spec: &TimerSpec,
+        payload: P,
+        hook: Option<ReleaseHook>,
+    ) -> Result<TimerId> {
+        if hook.is_some() {
+            return self.register(owner_index, epoch, key, spec, payload, hook);
+        }
+        match self.rearm_in_place(owner_index, epoch, previous, key, spec, payload) {
+            InPlace::Done(r) => r,
+            InPlace::Elsewhere(payload) => {
+                self.register(owner_index, epoch, key, spec, payload, None)
+            }
+        }
+    }
+
+    /// Can generation `previous` in `slot` be superseded in place by a registration of
+    /// (`owner_index`, `key`)? Its end must run nothing (no hook, release work, subscriber
+    /// or waiter; a payload without drop glue) and it must be idle. A look without the
+    /// lock; the claim under it decides.
+    #[inline]
+    fn may_take_in_place(
+        &self,
+        slot: &Slot,
+        owner_index: u32,
+        key: TimerKey,
+        previous: TimerId,
+    ) -> bool {
+        let owner = slot.owner.load(Relaxed);
+        let w = slot.word.load(Relaxed);
+        !std::mem::needs_drop::<P>()
+            && owner & OWNER_INDEX_MASK == owner_index
+            && owner & (HAS_COLD | HAS_RELEASE | HAS_WAITERS) == 0
+            && word::generation(w) == previous.generation()
+            && word::phase(w) == word::IDLE
+            && slot.key.load(Relaxed) == key
+    }
+
+    fn rearm_in_place(
+        &self,
+        owner_index: u32,
+        epoch: u64,
+        previous: TimerId,
+        key: TimerKey,
+        spec: &TimerSpec,
+        payload: P,
+    ) -> InPlace<P> {
+        let (Some(slot), Some(generation)) = (
+            self.slots.get(previous.slot()),
+            word::in_place_successor(previous.generation()),
+        ) else {
+            return InPlace::Elsewhere(payload);
+        };
+        if self.is_closed() || !self.may_take_in_place(slot, owner_index, key, previous) {
+            return InPlace::Elsewhere(payload);
+        }
+        let now = self.now();
+        let schedule = match spec.schedule(now) {
+            Ok(s) => s,
+            Err(e) => return InPlace::Done(Err(e)),
+        };
+        let index = previous.slot();
+        let exact = self.is_exact(&schedule);
+        let release =
+            self.release_payload.is_some() && self.release_needed.is_none_or(|f| f(&payload));
+        let here = self.here();
+        let owner = self.owners.entry(owner_index);
+        let (ending, published, closed) = {
+            let _book = owner.book.lock();
+            if let Err(e) = owner.check(epoch, || now) {
+                return InPlace::Done(Err(e));
+            }
+            let Some(ending) = word::claim_idle(
+                &slot.word,
+                previous.generation(),
+                EndReason::Superseded as u8,
+            ) else {
+                // Delivered or ended meanwhile: the ordinary path supersedes it.
+                return InPlace::Elsewhere(payload);
+            };
+            // The slot is ours until the swap below (ENDING): nothing reads its schedule
+            // or payload.
+            self.account_superseded_in_place(here.thread, slot);
+            slot.mode.store(schedule.mode, Relaxed);
+            slot.base.store(schedule.base, Relaxed);
+            slot.period.store(schedule.period, Relaxed);
+            slot.last.store(0, Relaxed);
+            slot.delivered.store(0, Relaxed);
+            slot.inflight.store(0, Relaxed);
+            let wanted = if exact { EXACT } else { 0 } | if release { HAS_RELEASE } else { 0 };
+            if slot.owner.load(Relaxed) & (EXACT | HAS_RELEASE) != wanted {
+                // Flags others may set meanwhile (HAS_COLD, HAS_WAITERS) are kept.
+                slot.owner.fetch_and(!(EXACT | HAS_RELEASE), Relaxed);
+                slot.owner.fetch_or(wanted, Relaxed);
+            }
+            // SAFETY: this thread holds the old generation's ENDING and its payload has no
+            // drop glue (`may_take_in_place`); nobody reads the payload before the swap.
+            unsafe { self.slots.write_payload(index, payload) };
+            let published = word::fresh(generation, false);
+            // Sequentially consistent: see the module's ground rules.
+            slot.word.swap(published, SeqCst);
+            (ending, published, self.closed.load(Relaxed))
+        };
+        if slot.owner.load(SeqCst) & (HAS_COLD | HAS_WAITERS) != 0 {
+            self.answer_superseded_in_place(index, ending);
+        }
+        let id = TimerId::new(index, generation);
+        let first_due = schedule.first_due();
+        let first_exact = self.first_is_exact(exact, first_due, now);
+        if closed {
+            self.finish_registration(id, now, published, first_due, first_exact, None, true);
+        } else {
+            self.arm_first(here, index, now, published, first_due, first_exact);
+            self.counters.add_for(here.thread, C::registered, 1);
+        }
+        // The old generation's end, after the new one's registration (counter order).
+        self.counters.add_for(here.thread, C::ended, 1);
+        InPlace::Done(Ok(id))
+    }
+
+    /// Counts the ticks of the idle generation in `slot` superseded in place (as a quiet
+    /// end counts them, see `end_quiet_idle`): those due, the undelivered ones discarded.
+    fn account_superseded_in_place(&self, thread: usize, slot: &Slot) {
+        let last = slot.last.load(Relaxed);
+        let due =
+            slot.schedule()
+                .ticks_due(self.observed_now(), last, slot.delivered.load(Relaxed));
+        self.counters.add_for(thread, C::ticks_due, due);
+        self.counters
+            .add_for(thread, C::ticks_discarded, due - last);
+    }
+
+    /// Answers whoever asked for the end of the generation superseded in place (its
+    /// ENDING word `ending`) while it was being replaced.
+    #[cold]
+    fn answer_superseded_in_place(&self, index: u32, ending: u64) {
+        with_work(self.observed_now(), |work| {
+            self.notify_end(
+                index,
+                word::generation(ending),
+                word::ended_of(ending),
+                work,
+            );
+            self.flush(work);
+        });
+    }
+}
