@@ -281,9 +281,10 @@ extern "C" {
  * 2.3 `spot_node_config::listen` and `spot_node_address` (nodes of several processes
  * reach each other over TCP); 2.4 `spot_session_batch` (a session's batch form); 2.5 the
  * closing reasons SPOT_CLOSE_AUTHORITY_LOST and SPOT_CLOSE_CREATION_FAILED and
- * `spot_node_stats::authority_lost` / `terms_renewed` (a node's term of authority).
+ * `spot_node_stats::authority_lost` / `terms_renewed` (a node's term of authority); 2.6
+ * `spot_timer_rearm` (a re-registration naming the generation it replaces).
  */
-#define SPOT_ABI_VERSION ((2 << 16) | 5)
+#define SPOT_ABI_VERSION ((2 << 16) | 6)
 
 /**
  * The outcome cell of a batch record whose outcome the host has not written yet.
@@ -1599,7 +1600,7 @@ spot_status spot_owner_gate_leave(uint64_t rt, uint64_t owner_id);
 
 /**
  * The ABI version of the library: `(major << 16) | minor`; this header is
- * `SPOT_ABI_VERSION` (2.5). A host built against major M works with a library of the
+ * `SPOT_ABI_VERSION` (2.6). A host built against major M works with a library of the
  * same major M and a minor >= its own.
  *
  * Infallible. Thread-safe.
@@ -1837,6 +1838,30 @@ spot_status spot_timer_register(uint64_t rt,
                                 void *user_data,
                                 spot_release_fn release,
                                 struct spot_timer *out_timer);
+
+/**
+ * spot_timer_register, naming `previous`: the handle of the key's current generation as
+ * the host knows it (a timeout it resets, a deadline it moves). The outcome is the same —
+ * a new generation supersedes the key's current one — and when `previous` is that
+ * generation, idle (no record of it with a host), without a `release` function and with
+ * nobody waiting for it, the new generation takes its slot in place: only the timer's
+ * own line, its user data and one deadline entry are written. `previous` keeps its one
+ * result, SPOT_END_SUPERSEDED. A `previous` that is stale or names another key only
+ * costs the look (it is not an error); a malformed one (`reserved` not 0) is.
+ *
+ * `spec`, `user_data`, `release` and `out_timer` as for spot_timer_register.
+ * Thread-safe; may be called from inside the batch callback.
+ * Errors: those of spot_timer_register.
+ */
+spot_status spot_timer_rearm(uint64_t rt,
+                             uint64_t owner_id,
+                             uint64_t epoch,
+                             struct spot_timer previous,
+                             uint64_t key,
+                             const struct spot_timer_spec *spec,
+                             void *user_data,
+                             spot_release_fn release,
+                             struct spot_timer *out_timer);
 
 /**
  * Cancels timer generation `t` and waits up to `timeout_ns` (-1 = forever, 0 = don't

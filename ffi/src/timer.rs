@@ -4,7 +4,7 @@
 use std::ffi::c_void;
 use std::time::Duration;
 
-use spot_timer_core::{EndResult, TimerSpec};
+use spot_timer_core::{EndResult, TimerId, TimerSpec};
 
 use crate::boundary::{boundary, with_versioned, write_versioned, Failure, FfiResult, Out};
 use crate::core_runtime::{stale, timer_id, Payload};
@@ -77,6 +77,62 @@ pub unsafe extern "C" fn spot_timer_register(
         let id = ffi
             .rt
             .register_for(owner_id, epoch, key, spec, payload, None)?;
+        out.write(spot_timer {
+            generation: id.generation(),
+            slot: id.slot(),
+            reserved: 0,
+        });
+        Ok(())
+    })
+}
+
+/// spot_timer_register, naming `previous`: the handle of the key's current generation as
+/// the host knows it (a timeout it resets, a deadline it moves). The outcome is the same —
+/// a new generation supersedes the key's current one — and when `previous` is that
+/// generation, idle (no record of it with a host), without a `release` function and with
+/// nobody waiting for it, the new generation takes its slot in place: only the timer's
+/// own line, its user data and one deadline entry are written. `previous` keeps its one
+/// result, SPOT_END_SUPERSEDED. A `previous` that is stale or names another key only
+/// costs the look (it is not an error); a malformed one (`reserved` not 0) is.
+///
+/// `spec`, `user_data`, `release` and `out_timer` as for spot_timer_register.
+/// Thread-safe; may be called from inside the batch callback.
+/// Errors: those of spot_timer_register.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn spot_timer_rearm(
+    rt: u64,
+    owner_id: u64,
+    epoch: u64,
+    previous: spot_timer,
+    key: u64,
+    spec: *const spot_timer_spec,
+    user_data: *mut c_void,
+    release: spot_release_fn,
+    out_timer: *mut spot_timer,
+) -> spot_status {
+    boundary("spot_timer_rearm", || {
+        let (spec, out) = with_versioned(spec, "spec", &[], |s| {
+            let out = Out::new(out_timer, "out_timer")?;
+            Ok((spec_from_c(s)?, out))
+        })?;
+        if previous.reserved != 0 {
+            return Err(Failure::new(
+                SPOT_E_INVALID_ARGUMENT,
+                "`previous.reserved` must be 0",
+            ));
+        }
+        // A handle out of the runtime's range names nothing: no slot is looked at.
+        let previous = TimerId::from_parts(previous.slot, previous.generation)
+            .unwrap_or_else(|| TimerId::from_parts(0, 0).expect("slot 0 exists"));
+        let ffi = handles::get(rt)?;
+        let payload = Payload {
+            user_data: user_data as usize,
+            release,
+        };
+        let id = ffi
+            .rt
+            .rearm_for(owner_id, epoch, previous, key, spec, payload, None)?;
         out.write(spot_timer {
             generation: id.generation(),
             slot: id.slot(),

@@ -69,9 +69,10 @@ pub const SPOT_FIRST_DUE_DEFAULT: u64 = u64::MAX;
 /// 2.3 `spot_node_config::listen` and `spot_node_address` (nodes of several processes
 /// reach each other over TCP); 2.4 `spot_session_batch` (a session's batch form); 2.5 the
 /// closing reasons SPOT_CLOSE_AUTHORITY_LOST and SPOT_CLOSE_CREATION_FAILED and
-/// `spot_node_stats::authority_lost` / `terms_renewed` (a node's term of authority).
+/// `spot_node_stats::authority_lost` / `terms_renewed` (a node's term of authority); 2.6
+/// `spot_timer_rearm` (a re-registration naming the generation it replaces).
 #[allow(clippy::identity_op)] // spelled (major << 16) | minor, as hosts read it
-pub const SPOT_ABI_VERSION: u32 = (2 << 16) | 5;
+pub const SPOT_ABI_VERSION: u32 = (2 << 16) | 6;
 
 /// The outcome cell of a batch record whose outcome the host has not written yet.
 pub const SPOT_BATCH_PENDING: u32 = u32::MAX;

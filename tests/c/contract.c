@@ -541,7 +541,7 @@ static void contract_t10_one_crossing_per_wakeup(void) {
 /* The layout the bindings mirror (x86_64 / any LP64 target). */
 static void abi_layout(void) {
     CHECK_EQ_U64(spot_abi_version(), SPOT_ABI_VERSION);
-    CHECK_EQ_U64(SPOT_ABI_VERSION, 0x00020005); /* 2.5: a node's term of authority (2.4: spot_session_batch) */
+    CHECK_EQ_U64(SPOT_ABI_VERSION, 0x00020006); /* 2.6: spot_timer_rearm (2.5: a node's term of authority) */
     CHECK_EQ_U64(sizeof(struct spot_timer), 16);
     CHECK_EQ_U64(sizeof(struct spot_runtime_config), 48);
     CHECK_EQ_U64(sizeof(struct spot_timer_spec), 40);
@@ -783,10 +783,85 @@ static void owner_release_forgets_owners(void) {
     CHECK_OK(spot_runtime_free(rt));
 }
 
+static atomic_int ok_release_calls;
+
+static int32_t ok_release(void *ud, char *msg, size_t len) {
+    (void)ud; (void)msg; (void)len;
+    atomic_fetch_add(&ok_release_calls, 1);
+    return 0;
+}
+
+/* spot_timer_rearm: the same outcome as spot_timer_register (a new generation, the old
+ * one's one result SPOT_END_SUPERSEDED), in place when the old one is idle; a stale or
+ * foreign `previous` is only a hint; a malformed one is refused. */
+static void rearm_supersedes_in_place_and_keeps_the_result(void) {
+    uint64_t rt = manual_runtime();
+    uint64_t ep = owner(rt, 1, SPOT_GATE_SERIAL);
+    struct spot_timer_spec sp = spec_every(10 * MS, SPOT_POLICY_SKIP_LATE_TICKS, 1);
+    struct spot_timer ids[300];
+    CHECK_OK(spot_timer_register(rt, 1, ep, 7, &sp, NULL, NULL, &ids[0]));
+    for (int i = 1; i < 300; i++)
+        CHECK_OK(spot_timer_rearm(rt, 1, ep, ids[i - 1], 7, &sp, (void *)(uintptr_t)i, NULL, &ids[i]));
+    CHECK_EQ_U64(ids[1].slot, ids[0].slot); /* taken in place */
+    for (int i = 0; i < 299; i++) {
+        uint32_t reason = 99;
+        CHECK_OK(spot_timer_cancel(rt, ids[i], 0, &reason));
+        CHECK_EQ_U64(reason, SPOT_END_SUPERSEDED);
+        uint32_t done = 9;
+        CHECK_OK(spot_timer_cancel_async(rt, ids[i], 1, &done, &reason));
+        CHECK_EQ_U64(done, 1);
+        CHECK_EQ_U64(reason, SPOT_END_SUPERSEDED);
+    }
+    struct spot_stats st = stats(rt);
+    CHECK_EQ_U64(st.registered, 300);
+    CHECK_EQ_U64(st.ended, 299);
+    /* the current one ticks with its own user data, delivery index 1 */
+    struct spot_record r[4];
+    CHECK_OK(spot_advance(rt, 10 * MS));
+    CHECK_EQ_U64(xchg(rt, NULL, 0, r, 4), 1);
+    CHECK_EQ_U64(r[0].timer.generation, ids[299].generation);
+    CHECK(r[0].user_data == (void *)(uintptr_t)299);
+    CHECK_EQ_U64(r[0].delivery_index, 1);
+    CHECK_OK(spot_record_begin(rt, &r[0]));
+    CHECK_EQ_U64(complete_and_take(rt, &r[0], SPOT_OUTCOME_OK, r + 1, 3), 0);
+
+    /* a previous generation with a release function: registered elsewhere, released once */
+    struct spot_timer with_release, after;
+    atomic_store(&ok_release_calls, 0);
+    CHECK_OK(spot_timer_register(rt, 1, ep, 8, &sp, (void *)0x8, ok_release, &with_release));
+    CHECK_OK(spot_timer_rearm(rt, 1, ep, with_release, 8, &sp, NULL, NULL, &after));
+    CHECK(after.slot != with_release.slot);
+    CHECK_EQ_U64(atomic_load(&ok_release_calls), 1);
+    uint32_t reason = 99;
+    CHECK_OK(spot_timer_cancel(rt, with_release, 0, &reason));
+    CHECK_EQ_U64(reason, SPOT_END_SUPERSEDED);
+
+    /* a stale previous (cancelled) and one out of range: a plain registration */
+    struct spot_timer fresh, far = {.generation = ~0ULL, .slot = ~0U, .reserved = 0};
+    CHECK_OK(spot_timer_cancel(rt, after, 0, &reason));
+    CHECK_OK(spot_timer_rearm(rt, 1, ep, after, 8, &sp, NULL, NULL, &fresh));
+    CHECK_OK(spot_timer_rearm(rt, 1, ep, far, 9, &sp, NULL, NULL, &fresh));
+    /* bad input: the errors of spot_timer_register, and a malformed previous */
+    struct spot_timer bad = fresh;
+    bad.reserved = 1;
+    CHECK_ST(spot_timer_rearm(rt, 1, ep, bad, 9, &sp, NULL, NULL, &fresh), SPOT_E_INVALID_ARGUMENT);
+    CHECK_ST(spot_timer_rearm(rt, 1, ep, fresh, 9, NULL, NULL, NULL, &fresh), SPOT_E_NULL_ARGUMENT);
+    CHECK_ST(spot_timer_rearm(rt, 1, ep, fresh, 9, &sp, NULL, NULL, NULL), SPOT_E_NULL_ARGUMENT);
+    CHECK_ST(spot_timer_rearm(rt, 1, ep + 1000, fresh, 9, &sp, NULL, NULL, &fresh), SPOT_E_REVOKED);
+    struct spot_timer_spec zero = sp;
+    zero.period_ns = 0;
+    zero.first_due_ns = SPOT_FIRST_DUE_DEFAULT;
+    CHECK_ST(spot_timer_rearm(rt, 1, ep, fresh, 9, &zero, NULL, NULL, &after), SPOT_E_INVALID_ARGUMENT);
+    CHECK_OK(spot_timer_cancel(rt, fresh, 0, &reason));
+    CHECK_EQ_U64(reason, SPOT_END_CANCELLED); /* a refused rearm superseded nothing */
+    CHECK_OK(spot_runtime_free(rt));
+}
+
 void run_contract_tests(void) {
     RUN(owner_release_forgets_owners);
     RUN(abi_layout);
     RUN(contract_01_reregister_drops_pending_ticks);
+    RUN(rearm_supersedes_in_place_and_keeps_the_result);
     RUN(contract_02_cancel_lets_running_callback_finish);
     RUN(contract_03_concurrent_cancels_see_one_result);
     RUN(contract_04_no_overlap);

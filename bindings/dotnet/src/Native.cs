@@ -150,7 +150,7 @@ namespace SpotTimer.Interop
         /// <summary><c>spot_relocation_target::what</c>: an actor of the Entry Spot.</summary>
         public const uint TARGET_ENTRY_ACTOR = 1;
         /// <summary>The ABI version this binding is built against: (major &lt;&lt; 16) | minor.</summary>
-        public const uint ABI_VERSION = 0x00020005; // 2.5: SPOT_CLOSE_AUTHORITY_LOST, SPOT_CLOSE_CREATION_FAILED, spot_node_stats.authority_lost / terms_renewed (2.4: spot_session_batch; 2.3: spot_node_config.listen, spot_node_address; 2.2: delivery sessions, the etcd store; 2.1: spot_runtime_close, the Spot lifecycle)
+        public const uint ABI_VERSION = 0x00020006; // 2.6: spot_timer_rearm; 2.5: SPOT_CLOSE_AUTHORITY_LOST, SPOT_CLOSE_CREATION_FAILED, spot_node_stats.authority_lost / terms_renewed (2.4: spot_session_batch; 2.3: spot_node_config.listen, spot_node_address; 2.2: delivery sessions, the etcd store; 2.1: spot_runtime_close, the Spot lifecycle)
     }
 
     /// <summary>A timer generation: a value, copy it freely. Generations are unique in the process, so a handle of another runtime is rejected, never misused. An ended generation keeps its result until its slot is reused by a later registration (slots rest in a queue first); after that its handle gives SPOT_E_STALE_TIMER.
@@ -587,7 +587,7 @@ namespace SpotTimer.Interop
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         public static extern UIntPtr spot_last_error(byte* buf, UIntPtr len);
 
-        /// <summary>The ABI version of the library: <c>(major &lt;&lt; 16) | minor</c>; this header is <c>SPOT_ABI_VERSION</c> (2.5). A host built against major M works with a library of the same major M and a minor &gt;= its own.
+        /// <summary>The ABI version of the library: <c>(major &lt;&lt; 16) | minor</c>; this header is <c>SPOT_ABI_VERSION</c> (2.6). A host built against major M works with a library of the same major M and a minor &gt;= its own.
         /// <para>Infallible. Thread-safe.</para></summary>
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         public static extern uint spot_abi_version();

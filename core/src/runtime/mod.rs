@@ -298,6 +298,25 @@ impl<P: Clone + Send + Sync + 'static> Runtime<P> {
             .register(index, epoch, key, &spec, payload, release)
     }
 
+    /// [`Owner::rearm`] under the authority (`owner_id`, `epoch`) a host kept (the C
+    /// ABI's form, as [`Runtime::register_for`] is of [`Owner::register_id`]).
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    pub fn rearm_for(
+        &self,
+        owner_id: OwnerId,
+        epoch: u64,
+        previous: TimerId,
+        key: TimerKey,
+        spec: TimerSpec,
+        payload: P,
+        release: Option<ReleaseHook>,
+    ) -> Result<TimerId> {
+        let index = authority_by_epoch(&self.shared, owner_id, epoch)?;
+        self.shared
+            .rearm(index, epoch, previous, key, &spec, payload, release)
+    }
+
     /// [`TimerHandle::cancel`] by id.
     pub fn cancel_timer(&self, id: TimerId, timeout: Option<Duration>) -> EndResult {
         self.shared.cancel_blocking(id, timeout)
