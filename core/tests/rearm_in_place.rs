@@ -401,3 +401,42 @@ fn rearm_races_cancels_notices_waits_and_delivery() {
     }
     closed_and_accounted(&rt);
 }
+
+/// The in-place path on a manual clock, small enough for Miri (the payload write into a
+/// slot another generation used, the old payload's cell, the ENDING hand-over).
+#[test]
+fn rearm_in_place_on_a_manual_clock() {
+    let (rt, _clock) = Runtime::<u64>::manual().unwrap();
+    let owner = rt.acquire_owner(1, OwnerOptions::default()).unwrap();
+    let mut id = owner
+        .register_id(3, TimerSpec::after(Duration::from_millis(5)), 1, None)
+        .unwrap();
+    let first = id;
+    for payload in 2..6u64 {
+        id = owner
+            .rearm(
+                id,
+                3,
+                TimerSpec::after(Duration::from_millis(5)),
+                payload,
+                None,
+            )
+            .unwrap();
+    }
+    assert_eq!(id.slot(), first.slot());
+    assert_eq!(
+        rt.cancel_timer_nowait(first).unwrap(),
+        Some(Ok(EndReason::Superseded))
+    );
+    rt.advance(Duration::from_millis(5)).unwrap();
+    let mut out = Vec::new();
+    rt.exchange(&[], &mut out, 8, Some(Duration::ZERO)).unwrap();
+    let ticks: Vec<_> = out.iter().filter_map(Record::as_tick).collect();
+    assert_eq!(ticks.len(), 1, "one tick: the last generation's");
+    assert_eq!((ticks[0].timer_id(), *ticks[0].payload()), (id, 5));
+    assert!(rt.begin(ticks[0]));
+    let done = [ticks[0].complete(Outcome::Ok)];
+    rt.complete(&done).unwrap();
+    assert_eq!(rt.timer_result(id), Some(Ok(EndReason::Completed)));
+    closed_and_accounted(&rt);
+}
