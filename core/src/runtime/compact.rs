@@ -42,7 +42,7 @@ impl<P> Shared<P> {
                     false
                 } else {
                     let w = slots.slot(e.target).word.load(Acquire);
-                    w as u32 == e.tag && word::phase(w) == word::IDLE
+                    word::tag(w) == e.tag && word::phase(w) == word::IDLE
                 }
             },
         )

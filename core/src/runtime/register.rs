@@ -163,7 +163,7 @@ impl<P: Send + Sync + 'static> Shared<P> {
         let entry = Entry {
             due: first_due,
             target: index,
-            tag: published as u32,
+            tag: word::tag(published),
         };
         let armed = self.shards.arm_one(here.shard, entry, first_exact);
         if let Some(wake_at) = armed.earlier {

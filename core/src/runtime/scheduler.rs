@@ -12,6 +12,7 @@ use crate::queue::{Entry, OWNER_TARGET};
 use crate::runtime::shards::COMPACT_SLACK;
 use crate::runtime::shared::{Shared, Work, AWAKE, NEVER, SCHEDULER_OF};
 use crate::runtime::sink::BatchHandler;
+use crate::slot::word;
 use crate::stats::C;
 use crate::tick::{Completion, Record};
 
@@ -76,7 +77,7 @@ impl<P: Clone + Send + Sync + 'static> Scheduler<P> {
                 continue;
             }
             let w = shared.slots.slot(e.target).word.load(Acquire);
-            if w as u32 != e.tag {
+            if word::tag(w) != e.tag {
                 self.work.tally.add(C::stale_entries_dropped, 1);
                 continue;
             }

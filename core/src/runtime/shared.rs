@@ -255,12 +255,13 @@ impl Work {
         crate::trim::trim_vec(&mut self.retry);
     }
 
-    pub fn arm(&mut self, target: u32, due: Nanos, tag: u64, exact: bool) {
+    /// Arms slot `target` for `due`, current while its word stays `w` (see [`word::tag`]).
+    pub fn arm(&mut self, target: u32, due: Nanos, w: u64, exact: bool) {
         self.arms.push((
             Entry {
                 due,
                 target,
-                tag: tag as u32,
+                tag: crate::slot::word::tag(w),
             },
             exact,
         ));

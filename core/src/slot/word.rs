@@ -74,6 +74,17 @@ pub(crate) const GEN_MASK: u64 = (1 << 40) - 1;
 pub(crate) const IN_PLACE_BITS: u32 = 8;
 const IN_PLACE_MASK: u64 = (1 << IN_PLACE_BITS) - 1;
 
+/// What a deadline entry keeps of the word it was armed with (an entry is current while
+/// the word still gives this): the low 24 bits (phase, flags, reason, sequence) and 8 bits
+/// of the generation that differ between a slot's consecutive generations, whether they
+/// took the slot afresh (multiples of 256 apart) or in place (1 apart). A match by chance
+/// (1 in 256 generations of one slot) costs a look at the schedule, never a delivery.
+pub(crate) fn tag(w: u64) -> u32 {
+    let g = generation(w);
+    let mixed = ((g ^ (g >> IN_PLACE_BITS)) & 0xFF) as u32;
+    (w as u32 & ((1 << GEN_SHIFT) - 1)) | (mixed << GEN_SHIFT)
+}
+
 /// The generation that supersedes `generation` in its own slot, while its run has room.
 pub(crate) fn in_place_successor(generation: u64) -> Option<u64> {
     (generation & IN_PLACE_MASK != IN_PLACE_MASK).then_some(generation + 1)
@@ -415,6 +426,28 @@ pub(crate) fn publish_end(word: &AtomicU64, ending: u64, reason: u8, payload_liv
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_slots_consecutive_generations_have_distinct_entry_tags() {
+        let fresh_run = 1u64 << 20 << IN_PLACE_BITS;
+        let mut seen = std::collections::HashSet::new();
+        // 255 fresh generations a slot may get in a row, then a run in place.
+        for k in 0..255 {
+            assert!(seen.insert(tag(fresh(fresh_run + (k << IN_PLACE_BITS), false))));
+        }
+        let mut seen = std::collections::HashSet::new();
+        let mut g = fresh_run;
+        while let Some(next) = in_place_successor(g) {
+            assert!(seen.insert(tag(fresh(g, false))));
+            g = next;
+        }
+        assert_eq!(seen.len(), 255);
+        assert!(superseded_in_place(fresh_run, g) && !superseded_in_place(g, fresh_run));
+        assert!(
+            !superseded_in_place(fresh_run - 1, fresh_run),
+            "another run"
+        );
+    }
 
     #[test]
     fn a_generation_goes_through_its_phases() {
