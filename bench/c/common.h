@@ -46,6 +46,8 @@ static inline uint64_t rng_next(uint64_t *s) {
     return *s;
 }
 static inline uint64_t rng_deadline_ms(uint64_t *s) { return 60000 + rng_next(s) % 60000; }
+/* W7's deadlines: 1..60 s away. */
+static inline uint64_t rng_w7_deadline_ms(uint64_t *s) { return 1000 + rng_next(s) % 59000; }
 
 /* Lateness histogram, 1 us buckets up to 2 s. */
 #define HIST_US 2000000

@@ -11,6 +11,10 @@
  *                                                    crossings
  *   spot_c_bench w4 <n>                              RSS per live timer
  *   spot_c_bench w6 <n> <threads>                    registration from 1..k threads, one runtime
+ *   spot_c_bench w7 <n> <pairs> [cancel|rearm]       steady churn: n live timers, then pairs of
+ *                                                    "cancel a random live timer, arm it again"
+ *                                                    (spot_timer_cancel + spot_timer_register, or
+ *                                                    spot_timer_rearm naming the one it replaces)
  * Owners: 100 timers each, SPOT_GATE_CONCURRENT. One JSON object on stdout.
  */
 #include "common.h"
@@ -116,6 +120,45 @@ static void w1_once(size_t n, uint64_t seed, double *arm, double *cancel) {
     free(ts); free(dl); free(ep);
     *arm = (double)(t1 - t0) / n;
     *cancel = (double)(t2 - t1) / n;
+}
+
+static void w7_once(size_t n, size_t m, int rearm, uint64_t seed, double *pair, double *cpu) {
+    uint64_t rt = new_runtime(1);
+    uint64_t *ep = acquire_owners(rt, n, 1);
+    struct spot_timer *ts = malloc(n * sizeof *ts);
+    uint64_t s = seed | 1;
+    uint32_t *pick = malloc(m * sizeof *pick);
+    uint64_t *dl = malloc(m * sizeof *dl);
+    for (size_t i = 0; i < n; i++) {
+        struct spot_timer_spec sp;
+        one_shot(&sp, rng_w7_deadline_ms(&s) * 1000000ull);
+        CHECK(spot_timer_register(rt, 1 + i / PER_OWNER, ep[i / PER_OWNER], i, &sp, NULL, NULL, &ts[i]));
+    }
+    for (size_t j = 0; j < m; j++) {
+        pick[j] = (uint32_t)(rng_next(&s) % n);
+        dl[j] = rng_w7_deadline_ms(&s) * 1000000ull;
+    }
+    wait_registered(rt, n);
+    double c0 = cpu_s();
+    uint64_t t0 = mono_ns();
+    for (size_t j = 0; j < m; j++) {
+        size_t i = pick[j];
+        struct spot_timer_spec sp;
+        one_shot(&sp, dl[j]);
+        if (rearm) {
+            CHECK(spot_timer_rearm(rt, 1 + i / PER_OWNER, ep[i / PER_OWNER], ts[i], i, &sp, NULL, NULL, &ts[i]));
+        } else {
+            uint32_t reason;
+            CHECK(spot_timer_cancel(rt, ts[i], 0, &reason));
+            CHECK(spot_timer_register(rt, 1 + i / PER_OWNER, ep[i / PER_OWNER], i, &sp, NULL, NULL, &ts[i]));
+        }
+    }
+    wait_registered(rt, n);
+    uint64_t t1 = mono_ns();
+    *cpu = (cpu_s() - c0) * 1e9 / (double)m;
+    *pair = (double)(t1 - t0) / (double)m;
+    CHECK(spot_runtime_free(rt));
+    free(ts); free(pick); free(dl); free(ep);
 }
 
 /* W2's variants (see the usage line): phases spread evenly over the period, and a handler
@@ -250,7 +293,7 @@ static void w6(size_t n, int threads) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 3) { fprintf(stderr, "usage: spot_c_bench w1|w2|w4|w6 <n> ...\n"); return 2; }
+    if (argc < 3) { fprintf(stderr, "usage: spot_c_bench w1|w2|w4|w6|w7 <n> ...\n"); return 2; }
     size_t n = strtoull(argv[2], NULL, 10);
     if (!strcmp(argv[1], "w1")) {
         double arm, cancel;
@@ -262,6 +305,13 @@ int main(int argc, char **argv) {
         w2_spread = argc >= 7 && !strcmp(argv[6], "spread");
         w2_noop = argc >= 8 && !strcmp(argv[7], "noop");
         w2(n, atof(argv[3]), strtoull(argv[4], NULL, 10), argc >= 6 ? strtoull(argv[5], NULL, 10) : 1024);
+    } else if (!strcmp(argv[1], "w7") && argc >= 4) {
+        size_t m = strtoull(argv[3], NULL, 10);
+        int rearm = argc >= 5 && !strcmp(argv[4], "rearm");
+        double pair, cpu;
+        w7_once(n < 20000 ? n : 20000, m < 20000 ? m : 20000, rearm, 7, &pair, &cpu); /* warm-up */
+        w7_once(n, m, rearm, 12345, &pair, &cpu);
+        printf("{\"pair_ns\":%.2f,\"cpu_ns_per_pair\":%.2f}\n", pair, cpu);
     } else if (!strcmp(argv[1], "w4")) {
         w4(n);
     } else if (!strcmp(argv[1], "w6") && argc >= 4) {

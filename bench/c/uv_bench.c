@@ -37,6 +37,34 @@ static void w1_once(size_t n, uint64_t seed, double *arm, double *cancel) {
     *cancel = ns_per(t2 - t1, n);
 }
 
+/* ---- W7: steady churn; uv_timer_start on an active timer moves it (libuv's own reset). */
+static void w7_once(size_t n, size_t m, uint64_t seed, double *pair, double *cpu) {
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    uv_timer_t *ts = malloc(n * sizeof *ts);
+    uint64_t s = seed | 1;
+    uint32_t *pick = malloc(m * sizeof *pick);
+    uint64_t *dl = malloc(m * sizeof *dl);
+    for (size_t i = 0; i < n; i++) {
+        uv_timer_init(&loop, &ts[i]);
+        uv_timer_start(&ts[i], noop_cb, rng_w7_deadline_ms(&s), 0);
+    }
+    for (size_t j = 0; j < m; j++) {
+        pick[j] = (uint32_t)(rng_next(&s) % n);
+        dl[j] = rng_w7_deadline_ms(&s);
+    }
+    double c0 = cpu_s();
+    uint64_t t0 = mono_ns();
+    for (size_t j = 0; j < m; j++) uv_timer_start(&ts[pick[j]], noop_cb, dl[j], 0);
+    uint64_t t1 = mono_ns();
+    *cpu = (cpu_s() - c0) * 1e9 / (double)m;
+    *pair = ns_per(t1 - t0, m);
+    for (size_t i = 0; i < n; i++) uv_close((uv_handle_t *)&ts[i], NULL);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    uv_loop_close(&loop);
+    free(ts); free(pick); free(dl);
+}
+
 /* ---- W2 */
 typedef struct { uv_timer_t t; uint64_t k; } ptimer_t;
 static uint64_t g_start_ms, g_period_ms, g_records;
@@ -138,7 +166,7 @@ static void w6(size_t n, int threads) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 3) { fprintf(stderr, "usage: uv_bench w1|w2|w4|w6 <n> ...\n"); return 2; }
+    if (argc < 3) { fprintf(stderr, "usage: uv_bench w1|w2|w4|w6|w7 <n> ...\n"); return 2; }
     size_t n = strtoull(argv[2], NULL, 10);
     if (!strcmp(argv[1], "w1")) {
         double arm, cancel;
@@ -148,6 +176,12 @@ int main(int argc, char **argv) {
                arm, cancel, arm + cancel);
     } else if (!strcmp(argv[1], "w2") && argc >= 5) {
         w2(n, atof(argv[3]), strtoull(argv[4], NULL, 10));
+    } else if (!strcmp(argv[1], "w7") && argc >= 4) {
+        size_t m = strtoull(argv[3], NULL, 10);
+        double pair, cpu;
+        w7_once(n < 20000 ? n : 20000, m < 20000 ? m : 20000, 7, &pair, &cpu); /* warm-up */
+        w7_once(n, m, 12345, &pair, &cpu);
+        printf("{\"pair_ns\":%.2f,\"cpu_ns_per_pair\":%.2f}\n", pair, cpu);
     } else if (!strcmp(argv[1], "w4")) {
         w4(n);
     } else if (!strcmp(argv[1], "w6") && argc >= 4) {
