@@ -651,6 +651,13 @@ namespace SpotTimer.Interop
                                                      spot_timer_spec* spec, IntPtr user_data, IntPtr release,
                                                      spot_timer* out_timer);
 
+        /// <summary><c>spot_timer_register</c>, naming <c>previous</c>: the handle of the key's current generation as the host knows it. The same outcome; when <c>previous</c> is that generation, idle, without a release function and with nobody waiting for it, the new generation takes its slot in place and <c>previous</c> keeps its one result, SPOT_END_SUPERSEDED. A stale <c>previous</c> is only a hint; a malformed one (<c>reserved</c> not 0) is SPOT_E_INVALID_ARGUMENT.
+        /// <para>Thread-safe. Errors: those of <c>spot_timer_register</c>. (The managed binding does not call it yet: every managed registration has a release function.)</para></summary>
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern int spot_timer_rearm(ulong rt, ulong owner_id, ulong epoch, spot_timer previous, ulong key,
+                                                  spot_timer_spec* spec, IntPtr user_data, IntPtr release,
+                                                  spot_timer* out_timer);
+
         /// <summary>Cancels timer generation <c>t</c> and waits up to <c>timeout_ns</c> (-1 = forever, 0 = don't wait) for its terminal result. From the moment of the call no new callback of <c>t</c> starts; a callback already started runs to its end and the release hook runs before the result is published.
         /// <para>A timer whose record no host holds ends within this call, on the calling thread (its release hook runs here): no wait, no round trip to the scheduler. A record published but not yet received by any <c>spot_exchange</c> is taken back (it ends as not started). Only a record a host has received is waited for.</para>
         /// <para>Returns SPOT_OK and writes the end reason (SPOT_END_*) to <c>*out_end_reason</c> (may be NULL), or SPOT_E_CLEANUP_FAILED (the release hook failed; every canceller sees it; the message is in spot_last_error). SPOT_E_TIMEOUT: not ended yet (the cancel goes on; call again to wait more). SPOT_E_WOULD_DEADLOCK: called from inside <c>t</c>'s own callback (after spot_record_begin) or from the batch callback while <c>t</c> has not ended yet: the cancel goes on and completes after the callback; use spot_timer_cancel_async to observe it. A generation that already ended gives its recorded result again, also a superseded one (SPOT_END_SUPERSEDED), until its slot is reused; after that, and for a handle that was never valid, SPOT_E_STALE_TIMER.</para>
