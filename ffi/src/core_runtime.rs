@@ -19,6 +19,16 @@ pub(crate) struct Payload {
     pub release: spot_release_fn,
 }
 
+impl Payload {
+    /// A registration's user data (never dereferenced) and release function.
+    pub(crate) fn new(user_data: *mut std::ffi::c_void, release: spot_release_fn) -> Self {
+        Self {
+            user_data: user_data as usize,
+            release,
+        }
+    }
+}
+
 const RELEASE_MSG_LEN: usize = 256;
 
 /// Runs a payload's C release function (if any) when its generation ends.

@@ -64,26 +64,39 @@ pub unsafe extern "C" fn spot_timer_register(
     out_timer: *mut spot_timer,
 ) -> spot_status {
     boundary("spot_timer_register", || {
-        // The spec is read in place. Checks in order: its size, `out_timer`, its fields.
-        let (spec, out) = with_versioned(spec, "spec", &[], |s| {
-            let out = Out::new(out_timer, "out_timer")?;
-            Ok((spec_from_c(s)?, out))
-        })?;
+        let (spec, out) = spec_and_out(spec, out_timer)?;
         let ffi = handles::get(rt)?;
-        let payload = Payload {
-            user_data: user_data as usize,
-            release,
-        };
-        let id = ffi
-            .rt
-            .register_for(owner_id, epoch, key, spec, payload, None)?;
-        out.write(spot_timer {
-            generation: id.generation(),
-            slot: id.slot(),
-            reserved: 0,
-        });
+        let id = ffi.rt.register_for(
+            owner_id,
+            epoch,
+            key,
+            spec,
+            Payload::new(user_data, release),
+            None,
+        )?;
+        write_timer(out, id);
         Ok(())
     })
+}
+
+/// What spot_timer_register and spot_timer_rearm read alike: the spec, read in place, and
+/// `out_timer`, checked in order: the spec's size, `out_timer`, the spec's fields.
+unsafe fn spec_and_out(
+    spec: *const spot_timer_spec,
+    out_timer: *mut spot_timer,
+) -> FfiResult<(TimerSpec, Out<spot_timer>)> {
+    with_versioned(spec, "spec", &[], |s| {
+        let out = Out::new(out_timer, "out_timer")?;
+        Ok((spec_from_c(s)?, out))
+    })
+}
+
+fn write_timer(out: Out<spot_timer>, id: TimerId) {
+    out.write(spot_timer {
+        generation: id.generation(),
+        slot: id.slot(),
+        reserved: 0,
+    });
 }
 
 /// spot_timer_register, naming `previous`: the handle of the key's current generation as
@@ -112,10 +125,7 @@ pub unsafe extern "C" fn spot_timer_rearm(
     out_timer: *mut spot_timer,
 ) -> spot_status {
     boundary("spot_timer_rearm", || {
-        let (spec, out) = with_versioned(spec, "spec", &[], |s| {
-            let out = Out::new(out_timer, "out_timer")?;
-            Ok((spec_from_c(s)?, out))
-        })?;
+        let (spec, out) = spec_and_out(spec, out_timer)?;
         if previous.reserved != 0 {
             return Err(Failure::new(
                 SPOT_E_INVALID_ARGUMENT,
@@ -126,18 +136,16 @@ pub unsafe extern "C" fn spot_timer_rearm(
         let previous = TimerId::from_parts(previous.slot, previous.generation)
             .unwrap_or_else(|| TimerId::from_parts(0, 0).expect("slot 0 exists"));
         let ffi = handles::get(rt)?;
-        let payload = Payload {
-            user_data: user_data as usize,
-            release,
-        };
-        let id = ffi
-            .rt
-            .rearm_for(owner_id, epoch, previous, key, spec, payload, None)?;
-        out.write(spot_timer {
-            generation: id.generation(),
-            slot: id.slot(),
-            reserved: 0,
-        });
+        let id = ffi.rt.rearm_for(
+            owner_id,
+            epoch,
+            previous,
+            key,
+            spec,
+            Payload::new(user_data, release),
+            None,
+        )?;
+        write_timer(out, id);
         Ok(())
     })
 }
