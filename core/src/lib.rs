@@ -37,6 +37,9 @@
 //! and gate), `cold` (rarely used per-generation state), `policy` (every scheduling rule),
 //! `chunked`, `hash`, `stats`. The runtime (`runtime/`) drives them, split by role:
 //! registration, delivery, hand-over and completion, ends, owners, the scheduler thread.
+//! Above the runtime, [`driver`] is the protocol every host runs over a batch (receive,
+//! start check, run, complete, kept records, notices, stops), generic over its source so
+//! the Spot lifecycle builds on it too; the runtime never imports it.
 #![warn(missing_docs)]
 
 // The clock is Linux's CLOCK_BOOTTIME and the host wakeup an eventfd: other systems are
@@ -47,6 +50,7 @@ compile_error!("spot-timer supports Linux only (it uses CLOCK_BOOTTIME and event
 mod chunked;
 mod clock;
 mod cold;
+pub mod driver;
 mod end;
 mod error;
 mod exposition;
@@ -80,7 +84,7 @@ pub use owner::gate::GateMode;
 pub use owner::OwnerId;
 pub use policy::OverrunPolicy;
 pub use runtime::{
-    Batch, BatchHandler, CancelTicket, DeliverySession, Owner, OwnerOptions, Runtime,
+    Batch, BatchHandler, CancelTicket, Completer, DeliverySession, Owner, OwnerOptions, Runtime,
     RuntimeConfig, Sink, TimerHandle, BATCH_KEPT, BATCH_PENDING,
 };
 pub use slot::MAX_TIMERS;

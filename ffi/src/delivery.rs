@@ -239,7 +239,8 @@ pub unsafe extern "C" fn spot_record_begin(rt: u64, rec: *const spot_record) -> 
 }
 
 /// Writes a file descriptor to `*out_fd` that is readable while records wait for
-/// `spot_exchange` (for poll/epoll/select event loops). The runtime owns it: do not close
+/// `spot_exchange`, and for good once the runtime closed (`spot_exchange` then answers
+/// SPOT_E_CLOSED), for poll/epoll/select event loops. The runtime owns it: do not close
 /// or read it; it stays valid until the runtime is freed. Exchange-delivery runtimes only.
 ///
 /// Thread-safe. Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT,

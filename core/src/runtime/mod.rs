@@ -71,7 +71,7 @@ use crate::tick::{Completion, Record, TickRecord};
 
 pub use handle::{CancelTicket, TimerHandle};
 pub use owner_api::{Owner, OwnerOptions};
-pub use session::{Batch, DeliverySession, BATCH_KEPT, BATCH_PENDING};
+pub use session::{Batch, Completer, DeliverySession, BATCH_KEPT, BATCH_PENDING};
 pub use sink::{BatchHandler, Sink};
 
 use end::Ended;
@@ -382,17 +382,7 @@ impl<P: Clone + Send + Sync + 'static> Runtime<P> {
     /// worker threads). Each completion stands alone; `Error::InvalidCompletion` names the
     /// first one that matched no record, after the others were applied.
     pub fn complete(&self, completions: &[Completion]) -> Result<()> {
-        self.check_open()?;
-        let shared = &*self.shared;
-        let invalid = with_work(shared.now(), |work| {
-            let invalid = shared.submit(completions, work);
-            shared.flush(work);
-            invalid
-        });
-        match invalid {
-            Some(token) => Err(Error::InvalidCompletion(token)),
-            None => Ok(()),
-        }
+        self.shared.complete(completions)
     }
 
     /// Right before starting a record's handler: re-checks that its generation is current,
@@ -417,8 +407,9 @@ impl<P: Clone + Send + Sync + 'static> Runtime<P> {
         self.shared.start(timer, handed)
     }
 
-    /// A file descriptor that is readable while records wait for `exchange` (for event
-    /// loops). Owned by the runtime: do not close it.
+    /// A file descriptor that is readable while records wait for `exchange`, and for good
+    /// once the runtime closed (`exchange` then answers `Error::Closed`): for event loops
+    /// and for hosts that wait in `poll`. Owned by the runtime: do not close it.
     pub fn wakeup_fd(&self) -> Result<RawFd> {
         self.check_open()?;
         self.shared.ready.fd()
@@ -554,7 +545,7 @@ fn close<P: Send + Sync + 'static>(shared: &Shared<P>, thread: &Mutex<Option<Joi
         work.retry.clear();
         shared.counters.add_tally(&mut work.tally);
     });
-    shared.ready.wake_all();
+    shared.ready.close();
     shared.notify_gate_freed();
     let _g = shared
         .scheduler

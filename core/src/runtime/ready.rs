@@ -1,5 +1,6 @@
 //! The ready queue (contract T10): records the scheduler published, waiting for a host's
-//! `exchange` (with an eventfd that is readable while any wait), or for the scheduler's
+//! `exchange` (with an eventfd that is readable while any wait, and for good once the
+//! runtime closed, so a host polling it learns of the close), or for the scheduler's
 //! next call of the batch callback. A record here is only a slot and the word it was
 //! published with; the host builds the full record when it receives it.
 
@@ -24,6 +25,8 @@ pub(crate) struct Pending {
 pub(crate) struct Ready {
     pub ticks: VecDeque<Pending>,
     pub notices: VecDeque<CancelNotice>,
+    /// Set by [`ReadyQueue::close`]: the fd then stays readable.
+    closed: bool,
 }
 
 impl Ready {
@@ -82,15 +85,21 @@ impl ReadyQueue {
     /// callback's turn): keeps the fd readable exactly while records wait, and gives back
     /// what a burst grew the queue to.
     pub fn after_take(&self, q: &mut Ready) {
-        if q.is_empty() {
+        if q.is_empty() && !q.closed {
             self.clear_fd();
         }
         crate::trim::trim_deque(&mut q.ticks);
         crate::trim::trim_deque(&mut q.notices);
     }
 
-    pub fn wake_all(&self) {
-        let _q = self.queue.lock();
+    /// The runtime closed: every waiter wakes, and the fd turns readable for good (a host
+    /// that waits on it, an event loop's reader or a thread polling it, then asks and is
+    /// answered `Closed`).
+    pub fn close(&self) {
+        let mut q = self.queue.lock();
+        q.closed = true;
+        self.signal_fd();
+        drop(q);
         self.arrived.notify_all();
     }
 
@@ -107,7 +116,7 @@ impl ReadyQueue {
     pub fn fd(&self) -> Result<RawFd> {
         let fd = self.eventfd.get_or_init_fallible()?;
         let q = self.queue.lock();
-        if !q.is_empty() {
+        if !q.is_empty() || q.closed {
             self.signal_fd();
         }
         Ok(fd.as_raw_fd())

@@ -32,7 +32,7 @@ use std::time::Duration;
 use crate::error::{Error, Result};
 use crate::runtime::shared::{with_work, Shared};
 use crate::spec::TimerId;
-use crate::tick::{Completion, Outcome, Record};
+use crate::tick::{Completion, Outcome, Record, TickRecord};
 
 thread_local! {
     /// (runtime id, unread records of the session whose handler runs on this thread).
@@ -387,6 +387,43 @@ fn settle<P>(held: &mut Held<P>) {
     batch.position.set(usize::MAX);
 }
 
+/// Completes records from any thread: those a host kept out of a batch ([`BATCH_KEPT`],
+/// an asynchronous handler) once they end. A clone of it keeps the runtime's shared state,
+/// not the runtime: after the close every call answers `Error::Closed`.
+pub struct Completer<P: Send + Sync + 'static> {
+    shared: Arc<Shared<P>>,
+}
+
+impl<P: Send + Sync + 'static> Clone for Completer<P> {
+    fn clone(&self) -> Self {
+        Self {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+impl<P: Send + Sync + 'static> Completer<P> {
+    /// As [`crate::Runtime::complete`].
+    pub fn complete(&self, completions: &[Completion]) -> Result<()> {
+        self.shared.complete(completions)
+    }
+}
+
+impl<P: Clone + Send + Sync + 'static> DeliverySession<P> {
+    /// The start check of a record of this session's batch, right before its handler (as
+    /// [`crate::Runtime::begin`]).
+    pub fn begin(&self, record: &TickRecord<P>) -> bool {
+        record.runtime == self.shared.id && self.shared.start(record.timer, record.queued).is_ok()
+    }
+
+    /// A completer for the records this session's host keeps ([`BATCH_KEPT`]).
+    pub fn completer(&self) -> Completer<P> {
+        Completer {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
 fn submit<P>(shared: &Shared<P>, list: &[Completion]) {
     with_work(shared.now(), |work| {
         // A token that matches no record (its generation was closed meanwhile) is counted
@@ -397,6 +434,22 @@ fn submit<P>(shared: &Shared<P>, list: &[Completion]) {
 }
 
 impl<P: Send + Sync + 'static> Shared<P> {
+    /// Submits completions without receiving (see [`crate::Runtime::complete`]).
+    pub(crate) fn complete(&self, completions: &[Completion]) -> Result<()> {
+        if self.is_closed() {
+            return Err(Error::Closed);
+        }
+        let invalid = with_work(self.now(), |work| {
+            let invalid = self.submit(completions, work);
+            self.flush(work);
+            invalid
+        });
+        match invalid {
+            Some(token) => Err(Error::InvalidCompletion(token)),
+            None => Ok(()),
+        }
+    }
+
     /// A blocking cancel on a thread that uses a session of this runtime: sends the
     /// session's collected completions and, if generation `id` has an unread record there,
     /// completes it as not started, so the end need not wait for this thread. True if it
