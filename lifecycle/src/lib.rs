@@ -39,7 +39,8 @@ pub use error::{LifecycleError, Queue, Result, StaleReason};
 pub use kind::{Entry, Instance, InvalidKindNumber, Kind, Spot, SpotId, SpotKind, User};
 pub use lane::{LaneKind, LaneLimits, LaneUse, ITEM_OVERHEAD_BYTES};
 pub use node::{
-    CloseReason, ClosingCallback, Factory, Node, NodeConfig, NodeStats, RelocationTarget,
+    CloseReason, ClosingCallback, Factory, Node, NodeCompleter, NodeConfig, NodeSource, NodeStats,
+    RelocationTarget,
 };
 pub use spot_timer_core::Outcome;
 pub use store::{

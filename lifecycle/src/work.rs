@@ -129,6 +129,29 @@ impl SpotRecord {
             SpotRecord::Tick(t) => t.complete(outcome),
         }
     }
+    /// A copy without the message's bytes, to complete the record later (a kept record).
+    pub(crate) fn detached_copy(&self) -> SpotRecord {
+        match self {
+            SpotRecord::Message(m) => SpotRecord::Message(MessageRecord {
+                burst: m.burst.clone(),
+                index: m.index,
+                spot: m.spot,
+                generation: m.generation,
+                lane: m.lane,
+                payload: Box::default(),
+                cost: m.cost,
+            }),
+            SpotRecord::Tick(t) => SpotRecord::Tick(SpotTick {
+                standing: t.standing.clone(),
+                spot: t.spot,
+                generation: t.generation,
+                user: t.user,
+                cost: t.cost,
+                core: t.core.clone(),
+            }),
+        }
+    }
+
     /// The record's token: unique among the records awaiting completion (the messages of
     /// a burst share the runtime's record, whose token they vary by their place).
     pub fn token(&self) -> u64 {

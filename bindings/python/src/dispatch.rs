@@ -15,7 +15,7 @@ use pyo3::types::{PyList, PyTuple};
 use spot_timer_core::{DeliverySession, Error, Outcome, Record, BATCH_KEPT, BATCH_PENDING};
 
 use crate::errors::{end_result_tuple, py_error, to_py};
-use crate::inner::{wait_slice, Inner, MODE_ASYNCIO, MODE_MANUAL};
+use crate::inner::{record_wait, wait_readable, Inner, RecordWait, MODE_ASYNCIO, MODE_MANUAL};
 
 static ISAWAITABLE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
@@ -129,7 +129,7 @@ pub struct Limits {
 }
 
 /// `&mut` across `py.detach`: the closure runs on the calling thread, which owns the session.
-struct OnThisThread<T>(T);
+pub struct OnThisThread<T>(pub T);
 // SAFETY: `Python::detach` runs its closure synchronously on the calling thread, so the
 // thread-bound session never leaves the thread that owns it.
 unsafe impl<T> Send for OnThisThread<T> {}
@@ -334,9 +334,17 @@ fn run_batch<'py>(
     let deadline = timeout_ns.map(|t| Instant::now() + Duration::from_nanos(t));
     let window = Duration::from_nanos(window_ns);
     loop {
-        let slice = wait_slice(deadline);
+        let wait = record_wait(&inner.rt, deadline);
+        let slice = match wait {
+            RecordWait::InExchange(slice) => slice,
+            RecordWait::OnFd(_) => Some(Duration::ZERO),
+        };
         // Outcomes of the last batch to send, or a wait: detached.
-        let r = if slice.is_some_and(|s| s.is_zero()) && session.last_batch().records.is_empty() {
+        // (Attached only when nothing can wait: no outcomes to send, no window to sleep.)
+        let r = if slice.is_some_and(|s| s.is_zero())
+            && window.is_zero()
+            && session.last_batch().records.is_empty()
+        {
             session
                 .batch_window(slice, max_records, window)
                 .map(|b| b.records.len())
@@ -356,6 +364,10 @@ fn run_batch<'py>(
         }
         if deadline.is_some_and(|d| Instant::now() >= d) {
             break;
+        }
+        if let RecordWait::OnFd(fd) = wait {
+            py.check_signals()?;
+            py.detach(|| wait_readable(fd, deadline));
         }
         py.check_signals()?;
     }

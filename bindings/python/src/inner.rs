@@ -4,6 +4,7 @@
 //! all import it.
 
 use std::collections::{HashMap, HashSet};
+use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::ThreadId;
@@ -17,7 +18,9 @@ use spot_timer_core::{Completion, Runtime};
 use crate::gil_cell::GilCell;
 use crate::objects::PyObjects;
 
-/// Longest uninterrupted detached wait of the main thread before signals are checked again.
+/// Longest uninterrupted detached wait of the main thread before signals are checked again,
+/// where no descriptor can be waited on instead (a gate, a blocking cancel, a node's
+/// exchange).
 pub const SLICE: Duration = Duration::from_millis(5);
 
 /// How long one detached wait until `deadline` (None: no end) may last. Python runs signal
@@ -25,11 +28,57 @@ pub const SLICE: Duration = Duration::from_millis(5);
 /// is seen within one); any other thread — a dispatcher thread — waits in one piece, so an
 /// idle runtime wakes it for nothing. None: wait without a limit.
 pub fn wait_slice(deadline: Option<std::time::Instant>) -> Option<Duration> {
-    let left = deadline.map(|d| d.saturating_duration_since(std::time::Instant::now()));
+    let left = remaining(deadline);
     if !on_main_thread() {
         return left;
     }
     Some(left.map_or(SLICE, |l| l.min(SLICE)))
+}
+
+fn remaining(deadline: Option<std::time::Instant>) -> Option<Duration> {
+    deadline.map(|d| d.saturating_duration_since(std::time::Instant::now()))
+}
+
+/// How a pump waits for records on the calling thread.
+pub enum RecordWait {
+    /// The exchange itself waits, up to this long (None: no end): a thread other than the
+    /// main one, where no signal handler is waiting to run.
+    InExchange(Option<Duration>),
+    /// The main thread: the exchange does not wait; the pump then waits on the runtime's
+    /// wakeup fd with [`wait_readable`], which a signal interrupts, so Ctrl-C is seen at
+    /// once and an idle runtime still wakes nobody.
+    OnFd(RawFd),
+}
+
+pub fn record_wait(rt: &Runtime<u64>, deadline: Option<std::time::Instant>) -> RecordWait {
+    if on_main_thread() {
+        // (Fails only on a closed runtime, or when no eventfd can be made: slices then.)
+        match rt.wakeup_fd() {
+            Ok(fd) => RecordWait::OnFd(fd),
+            Err(_) => RecordWait::InExchange(wait_slice(deadline)),
+        }
+    } else {
+        RecordWait::InExchange(remaining(deadline))
+    }
+}
+
+/// Waits (call it detached) until `fd` is readable, `deadline` passes or a signal arrives
+/// (poll returns EINTR: the caller checks signals). Like `time.sleep`, a signal that lands
+/// between the caller's signal check and the poll is seen at the next wakeup.
+pub fn wait_readable(fd: RawFd, deadline: Option<std::time::Instant>) {
+    let timeout_ms = match remaining(deadline) {
+        None => -1,
+        // Rounded up: waking before the deadline would only wait again.
+        Some(left) => left.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32,
+    };
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd; the runtime keeps `fd` open as long as it lives, and the
+    // caller holds the runtime.
+    unsafe { libc::poll(&mut p, 1, timeout_ms) };
 }
 
 /// Whether the calling thread is the process's main thread (Linux: its thread id is the

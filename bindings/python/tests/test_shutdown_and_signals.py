@@ -94,3 +94,34 @@ def test_ctrl_c_interrupts_blocking_cancel():
         assert time.monotonic() - t0 < 1.0
     finally:
         p.wait(10)
+
+
+def test_ctrl_c_interrupts_a_manual_pump_on_the_main_thread():
+    script = textwrap.dedent(
+        """
+        import signal, time, spot_timer as st
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        rt = st.Runtime(dispatch="manual")
+        rt.owner(1).every(3600, lambda t: None)
+        print("pumping", flush=True)
+        try:
+            rt.dispatch(30.0)
+            print("returned", flush=True)
+        except KeyboardInterrupt:
+            print("interrupted", flush=True)
+        rt.close()
+        """
+    )
+    p = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert p.stdout.readline().strip() == "pumping"
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        p.send_signal(signal.SIGINT)
+        line = p.stdout.readline().strip()
+        assert line == "interrupted", p.stderr.read()
+        assert time.monotonic() - t0 < 5.0
+    finally:
+        p.wait(40)

@@ -17,11 +17,11 @@
 //! - **The start check runs right before the handler**, never earlier: a record whose
 //!   generation was cancelled, replaced or whose lease ended while earlier records ran is
 //!   completed `NotStarted` and the host never sees it.
-//! - **Every record received is completed exactly once**: by its outcome cell (sent with
-//!   the next exchange, a flush, or the source's drop), by its [`Ticket`] (a kept record;
-//!   a ticket dropped without an outcome completes it `Failed`), or by a blocking cancel
-//!   on this thread (the session completes a pending record of the cancelled timer at
-//!   once; the driver skips records whose cell is no longer pending).
+//! - **Every record received is completed exactly once**: by the outcome the driver
+//!   writes (sent with the next exchange, a flush, or the source's drop), by its
+//!   [`Ticket`] (a kept record; a ticket dropped without an outcome completes it
+//!   `Failed`), or by a blocking cancel on this thread (the session completes a pending
+//!   record of the cancelled timer at once; the driver skips records no longer pending).
 //! - **A stop keeps the rest of the batch**: after [`Verdict::Stop`] or a panicking
 //!   handler, the records after it stay received, and the next [`Driver::receive`] hands
 //!   them out again without an exchange. A panic completes its record `Failed` and goes on
@@ -42,11 +42,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub use budget::Budget;
-pub use source::{Cells, CompleteHeld, Source};
+pub use source::{CompleteHeld, Source};
 pub use ticket::Ticket;
 pub use timers::TimerSource;
 
-use crate::runtime::{BATCH_KEPT, BATCH_PENDING};
 use crate::tick::Outcome;
 
 /// How the host's handler for one record went.
@@ -135,7 +134,7 @@ impl<S: Source> Driver<S> {
     /// Records received and not run yet: the rest of a stopped batch.
     pub fn waiting(&self) -> usize {
         match self.resume {
-            Some(at) => self.source.batch().records.len().saturating_sub(at),
+            Some(at) => self.source.records().len().saturating_sub(at),
             None => 0,
         }
     }
@@ -167,34 +166,33 @@ impl<S: Source> Driver<S> {
             ..
         } = self;
         let first = resume.take().unwrap_or(0);
-        let cells = source.batch();
+        let len = source.records().len();
         let started = Instant::now();
         let mut pass = Pass::default();
-        for i in first..cells.records.len() {
+        for i in first..len {
             // A blocking cancel on this thread completed it already.
-            if cells.outcomes[i].get() != BATCH_PENDING {
+            if !source.is_pending(i) {
                 continue;
             }
-            let record = &cells.records[i];
-            cells.position.set(i);
-            if source.is_notice(record) {
-                // (A notice's cell only marks it handed out: nothing completes a notice.)
-                cells.outcomes[i].set(Outcome::Ok as u32);
+            source.set_position(i);
+            if source.is_notice(i) {
+                source.finish(i, Outcome::Ok);
                 pass.notices += 1;
-                host.notice(record);
+                host.notice(&source.records()[i]);
                 continue;
             }
-            if !source.begin(record) {
+            if !source.begin(i) {
                 pass.not_started += 1;
-                cells.outcomes[i].set(Outcome::NotStarted as u32);
+                source.finish(i, Outcome::NotStarted);
                 continue;
             }
             pass.ran += 1;
+            let record = &source.records()[i];
             let verdict = match catch_unwind(AssertUnwindSafe(|| host.run(record))) {
                 Ok(v) => v,
                 Err(panic) => {
-                    cells.outcomes[i].set(Outcome::Failed as u32);
-                    if i + 1 < cells.records.len() {
+                    source.finish(i, Outcome::Failed);
+                    if i + 1 < len {
                         *resume = Some(i + 1);
                     }
                     observe(budget, pass.ran, started);
@@ -202,17 +200,16 @@ impl<S: Source> Driver<S> {
                 }
             };
             match verdict {
-                Verdict::Done(outcome) => cells.outcomes[i].set(outcome as u32),
+                Verdict::Done(outcome) => source.finish(i, outcome),
                 Verdict::Held => {
-                    cells.outcomes[i].set(BATCH_KEPT);
                     pass.held += 1;
-                    let ticket = Ticket::new(source.hold(record), source.completer());
-                    host.keep(record, ticket);
+                    let ticket = Ticket::new(source.hold(i), source.completer());
+                    host.keep(&source.records()[i], ticket);
                 }
                 Verdict::Stop(outcome) => {
-                    cells.outcomes[i].set(outcome as u32);
+                    source.finish(i, outcome);
                     pass.stopped = true;
-                    if i + 1 < cells.records.len() {
+                    if i + 1 < len {
                         *resume = Some(i + 1);
                     }
                     break;

@@ -1,22 +1,9 @@
-//! Where a driver's records come from, as the driver sees it: a batch at a time, with a
-//! cell per record for its outcome and a cell for the record whose handler runs.
+//! Where a driver's records come from, as the driver sees it: a batch at a time, each
+//! record finished (its outcome written), kept, or still pending.
 
-use std::cell::Cell;
 use std::time::Duration;
 
 use crate::tick::Outcome;
-
-/// The batch a source handed out last: read by the driver, its cells written by the
-/// driver and (for a timer session) by a blocking cancel on the same thread.
-pub struct Cells<'a, R> {
-    /// The records, in the order received.
-    pub records: &'a [R],
-    /// One per record: `BATCH_PENDING` on arrival, then the outcome (as `u32`) or
-    /// `BATCH_KEPT`.
-    pub outcomes: &'a [Cell<u32>],
-    /// The record whose handler is about to run (`usize::MAX`: none yet).
-    pub position: &'a Cell<usize>,
-}
 
 /// Completes records a host kept, from any thread (a clone per [`super::Ticket`]).
 pub trait CompleteHeld<H>: Clone + Send + Sync + 'static {
@@ -38,9 +25,9 @@ pub trait Source {
     /// The source's error (its closed error ends a host's loop).
     type Error;
 
-    /// Completes the batch handed out last from its cells (sending the outcomes with this
-    /// exchange) and receives the next: up to `max` records, waiting up to `timeout` for
-    /// the first, then `window` for more. Returns how many.
+    /// Completes the batch handed out last (sending its outcomes with this exchange) and
+    /// receives the next: up to `max` records, waiting up to `timeout` for the first, then
+    /// `window` for more. Returns how many.
     fn receive(
         &mut self,
         timeout: Option<Duration>,
@@ -48,15 +35,24 @@ pub trait Source {
         window: Duration,
     ) -> Result<usize, Self::Error>;
     /// The batch handed out last.
-    fn batch(&self) -> Cells<'_, Self::Record>;
-    /// A record that is a notice, not work.
-    fn is_notice(&self, record: &Self::Record) -> bool;
-    /// The start check, right before the handler: true claims the start.
-    fn begin(&self, record: &Self::Record) -> bool;
-    /// What completes `record` later (its cell says `BATCH_KEPT`).
-    fn hold(&self, record: &Self::Record) -> Self::Held;
+    fn records(&self) -> &[Self::Record];
+    /// Whether record `i` of the batch still waits for its outcome (false once finished or
+    /// kept, or completed by a blocking cancel on this thread).
+    fn is_pending(&self, i: usize) -> bool;
+    /// Record `i`'s handler is about to run (a blocking cancel on this thread completes
+    /// only pending records after it).
+    fn set_position(&self, i: usize);
+    /// Whether record `i` is a notice, not work.
+    fn is_notice(&self, i: usize) -> bool;
+    /// The start check of record `i`, right before its handler: true claims the start.
+    fn begin(&self, i: usize) -> bool;
+    /// Record `i` ended so (a notice: handed out). Its completion goes with the next
+    /// exchange or flush; what depends on it (the next message of a burst) may start now.
+    fn finish(&self, i: usize, outcome: Outcome);
+    /// Record `i` is kept: what completes it later.
+    fn hold(&self, i: usize) -> Self::Held;
     /// A completer for kept records.
     fn completer(&self) -> Self::Completer;
-    /// Completes the batch handed out last from its cells and sends the outcomes now.
+    /// Sends the outcomes of the batch handed out last now.
     fn flush(&mut self) -> Result<(), Self::Error>;
 }

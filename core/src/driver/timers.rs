@@ -4,9 +4,9 @@
 
 use std::time::Duration;
 
-use super::source::{Cells, CompleteHeld, Source};
+use super::source::{CompleteHeld, Source};
 use crate::error::{Error, Result};
-use crate::runtime::{Completer, DeliverySession, Runtime};
+use crate::runtime::{Completer, DeliverySession, Runtime, BATCH_KEPT, BATCH_PENDING};
 use crate::tick::{Completion, Outcome, Record};
 
 /// Timer records of one runtime, through a delivery session of the calling thread (not
@@ -48,28 +48,38 @@ impl<P: Clone + Send + Sync + 'static> Source for TimerSource<P> {
             .map(|b| b.records.len())
     }
 
-    fn batch(&self) -> Cells<'_, Record<P>> {
-        let b = self.session.last_batch();
-        Cells {
-            records: b.records,
-            outcomes: b.outcomes,
-            position: b.position,
-        }
+    fn records(&self) -> &[Record<P>] {
+        self.session.last_batch().records
     }
 
-    fn is_notice(&self, record: &Record<P>) -> bool {
-        !matches!(record, Record::Tick(_))
+    fn is_pending(&self, i: usize) -> bool {
+        self.session.last_batch().outcomes[i].get() == BATCH_PENDING
     }
 
-    fn begin(&self, record: &Record<P>) -> bool {
-        match record {
+    fn set_position(&self, i: usize) {
+        self.session.last_batch().position.set(i);
+    }
+
+    fn is_notice(&self, i: usize) -> bool {
+        !matches!(self.records()[i], Record::Tick(_))
+    }
+
+    fn begin(&self, i: usize) -> bool {
+        match &self.records()[i] {
             Record::Tick(t) => self.session.begin(t),
             _ => false,
         }
     }
 
-    fn hold(&self, record: &Record<P>) -> u64 {
-        match record {
+    fn finish(&self, i: usize, outcome: Outcome) {
+        // (A notice's cell only marks it handed out: the session completes ticks only.)
+        self.session.last_batch().outcomes[i].set(outcome as u32);
+    }
+
+    fn hold(&self, i: usize) -> u64 {
+        let batch = self.session.last_batch();
+        batch.outcomes[i].set(BATCH_KEPT);
+        match &batch.records[i] {
             Record::Tick(t) => t.token(),
             _ => 0,
         }

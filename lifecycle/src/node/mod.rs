@@ -50,6 +50,7 @@ mod delivery;
 mod idle_scan;
 mod local_spot;
 mod pending;
+mod source;
 mod stats;
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -78,6 +79,7 @@ pub use config::{CloseReason, ClosingCallback, Factory, NodeConfig};
 pub(crate) use local_spot::LocalSpot;
 use local_spot::SpotState;
 use pending::{Item, NOTHING_IN_HAND};
+pub use source::{NodeCompleter, NodeSource};
 use stats::Counters;
 pub use stats::NodeStats;
 

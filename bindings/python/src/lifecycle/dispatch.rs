@@ -1,178 +1,138 @@
-//! A node's delivery into Python: one exchange (detached, in short slices so Ctrl-C stays
-//! responsive), then, attached, every ready record through the handler — `begin` first
-//! (a record whose Spot lost its authority or lease completes NOT_STARTED), OK when the
-//! handler returned, FAILED when it raised (reported to the node's exception handler) —
-//! and the completions handed back before returning, so no record stays outstanding.
+//! A node's delivery into Python: the core's delivery driver over the node
+//! (`spot_lifecycle::NodeSource`); this file only says how one record runs in Python.
+//! One receive (detached, in short slices on the main thread so Ctrl-C stays responsive),
+//! then, attached, the batch through the handler — the driver claims each start right
+//! before it; OK when the handler returned, FAILED when it raised (reported to the node's
+//! exception handler) — and the outcomes are sent before `dispatch` returns.
 //!
 //! A handler that raises KeyboardInterrupt or SystemExit fails its record and the
-//! exception propagates; the rest of the batch is kept for the next `dispatch`, as the
-//! timer runtime's dispatcher does.
+//! exception propagates; the rest of the batch stays in the driver for the next
+//! `dispatch`, as the timer runtime's dispatcher does.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 
-use spot_lifecycle::{LifecycleError, Node, Outcome, SpotCompletion, SpotRecord};
+use spot_lifecycle::{LifecycleError, Node, NodeSource, Outcome, SpotRecord};
+use spot_timer_core::driver::{Driver, Host, Verdict};
 
 use super::callbacks::Callbacks;
 use super::errors::to_py;
 use super::record::PySpotRecord;
-use crate::dispatch::is_coroutine;
+use crate::dispatch::{is_coroutine, OnThisThread};
 use crate::errors::py_error;
 use crate::inner::wait_slice;
 
-/// What a node keeps for its delivery.
-pub struct Delivery<'a> {
-    pub node: &'a Node,
-    /// Manual clock: what is due is made ready before the exchange.
-    pub manual: bool,
-    pub callbacks: &'a Callbacks,
-    /// Records received and not yet started (left by a handler that raised
-    /// KeyboardInterrupt / SystemExit).
-    pub backlog: &'a Mutex<Vec<SpotRecord>>,
-    /// The buffers of the last dispatch, kept for the next one.
-    pub spare: &'a Mutex<Buffers>,
-}
-
-/// A dispatch's buffers: kept between dispatches so that a batch of thousands of records
-/// does not grow a fresh vector (copying it several times) on every exchange.
+/// A node's driver, kept between dispatches (it holds the rest of a stopped batch). A
+/// second thread that dispatches meanwhile runs a driver of its own for its call.
 #[derive(Default)]
-pub struct Buffers {
-    records: Vec<SpotRecord>,
-    done: Vec<SpotCompletion>,
+pub struct Delivery {
+    driver: Mutex<Option<Driver<NodeSource>>>,
 }
 
-/// Buffers with room for more records than this are not kept (a dispatch with a large
-/// `max_records` leaves no lasting memory behind).
-const KEEP_AT_MOST: usize = 16_384;
-
-impl Buffers {
-    fn keep(&mut self, mut records: Vec<SpotRecord>, mut done: Vec<SpotCompletion>) {
-        if records.capacity() <= KEEP_AT_MOST {
-            records.clear();
-            self.records = records;
-        }
-        if done.capacity() <= KEEP_AT_MOST {
-            done.clear();
-            self.done = done;
-        }
-    }
-}
-
-impl Delivery<'_> {
-    /// One exchange and its batch; returns how many records were handled.
+impl Delivery {
+    /// One receive and its batch; returns how many records were handled.
     pub fn dispatch(
         &self,
         py: Python<'_>,
+        node: &Arc<Node>,
+        callbacks: &Callbacks,
         handler: &Bound<'_, PyAny>,
         timeout: Option<Duration>,
         max: usize,
     ) -> PyResult<usize> {
-        let mut records = std::mem::take(&mut *self.backlog.lock());
-        let done = std::mem::take(&mut self.spare.lock().done);
-        if records.is_empty() {
-            records = std::mem::take(&mut self.spare.lock().records);
-            if let Err(e) = self.receive(py, &mut records, timeout, max) {
-                self.spare.lock().keep(records, done);
-                return Err(e);
-            }
+        let mut kept = self.driver.try_lock();
+        let mut own = None;
+        let driver = match kept.as_mut() {
+            Some(slot) => slot.get_or_insert_with(|| Driver::new(NodeSource::new(node.clone()))),
+            None => own.insert(Driver::new(NodeSource::new(node.clone()))),
+        };
+        receive(py, driver, timeout, max)?;
+        let mut host = PyNodeHost {
+            py,
+            handler,
+            callbacks,
+            fatal: None,
+        };
+        let pass = driver.run(&mut host);
+        let d = OnThisThread(&mut *driver);
+        let sent = py.detach(move || {
+            let d = d;
+            d.0.flush()
+        });
+        if let Some(e) = host.fatal {
+            return Err(e);
         }
-        self.run(py, handler, records, done)
+        match sent {
+            Ok(())
+            | Err(LifecycleError::Closed)
+            | Err(LifecycleError::Timer(spot_timer_core::Error::Closed)) => {}
+            Err(e) => return Err(to_py(py, e)),
+        }
+        Ok(pass.ran + pass.not_started)
     }
 
-    fn receive(
-        &self,
-        py: Python<'_>,
-        records: &mut Vec<SpotRecord>,
-        timeout: Option<Duration>,
-        max: usize,
-    ) -> PyResult<()> {
-        let node = self.node;
-        if self.manual {
-            py.detach(|| node.advance(Duration::ZERO))
-                .map_err(|e| to_py(py, e))?;
+    /// The node stops: the rest of a stopped batch completes as not started (its messages
+    /// count as dropped). A driver in use by a dispatch ends with that dispatch.
+    pub fn stop(&self) {
+        let driver = self.driver.try_lock().and_then(|mut d| d.take());
+        drop(driver);
+    }
+}
+
+/// Waits (detached, in slices on the main thread) until records arrive or `timeout` ends.
+fn receive(
+    py: Python<'_>,
+    driver: &mut Driver<NodeSource>,
+    timeout: Option<Duration>,
+    max: usize,
+) -> PyResult<()> {
+    let deadline = timeout.map(|t| Instant::now() + t);
+    loop {
+        let slice = wait_slice(deadline);
+        let d = OnThisThread(&mut *driver);
+        let n = py
+            .detach(move || {
+                let d = d;
+                d.0.receive(slice, max)
+            })
+            .map_err(|e| to_py(py, e))?;
+        if n > 0 || deadline.is_some_and(|d| Instant::now() >= d) {
+            return Ok(());
         }
-        let deadline = timeout.map(|t| Instant::now() + t);
-        loop {
-            let slice = wait_slice(deadline);
-            py.detach(|| node.exchange(&[], records, max, slice))
-                .map_err(|e| to_py(py, e))?;
-            if !records.is_empty() || deadline.is_some_and(|d| Instant::now() >= d) {
-                return Ok(());
+        py.check_signals()?;
+    }
+}
+
+/// Runs one record in Python: what the driver asks of a host.
+struct PyNodeHost<'a, 'py> {
+    py: Python<'py>,
+    handler: &'a Bound<'py, PyAny>,
+    callbacks: &'a Callbacks,
+    /// KeyboardInterrupt, SystemExit, or a record that could not be built: propagates.
+    fatal: Option<PyErr>,
+}
+
+impl Host<NodeSource> for PyNodeHost<'_, '_> {
+    fn run(&mut self, rec: &SpotRecord) -> Verdict {
+        match self.run_one(rec) {
+            Ok(outcome) => Verdict::Done(outcome),
+            Err(e) => {
+                self.fatal = Some(e);
+                Verdict::Stop(Outcome::Failed)
             }
-            py.check_signals()?;
         }
     }
+}
 
-    fn run(
-        &self,
-        py: Python<'_>,
-        handler: &Bound<'_, PyAny>,
-        mut records: Vec<SpotRecord>,
-        mut done: Vec<SpotCompletion>,
-    ) -> PyResult<usize> {
-        done.reserve(records.len());
-        let mut fatal = None;
-        let mut processed = 0;
-        // By reference: a record is not moved to be run (only what stays is moved out).
-        for rec in &records {
-            processed += 1;
-            let outcome = if !self.node.begin(rec) {
-                Outcome::NotStarted
-            } else {
-                match self.run_one(py, handler, rec) {
-                    Ok(o) => o,
-                    Err(e) => {
-                        fatal = Some(e);
-                        Outcome::Failed
-                    }
-                }
-            };
-            done.push(rec.complete(outcome));
-            if fatal.is_some() {
-                break;
-            }
-        }
-        let rest: Vec<SpotRecord> = records.drain(processed..).collect();
-        // The handled records go (their payloads and lane reservations with them) before
-        // the completions are applied; their buffer stays for the next dispatch.
-        records.clear();
-        if !rest.is_empty() {
-            let mut b = self.backlog.lock();
-            let later = std::mem::replace(&mut *b, rest);
-            b.extend(later);
-        }
-        if !done.is_empty() {
-            let node = self.node;
-            let r = py.detach(|| node.complete(&done));
-            self.spare.lock().keep(records, done);
-            match r {
-                Ok(())
-                | Err(LifecycleError::Closed)
-                | Err(LifecycleError::Timer(spot_timer_core::Error::Closed)) => {}
-                Err(e) => return Err(fatal.unwrap_or_else(|| to_py(py, e))),
-            }
-        } else {
-            self.spare.lock().keep(records, done);
-        }
-        match fatal {
-            Some(e) => Err(e),
-            None => Ok(processed),
-        }
-    }
-
-    /// Runs one begun record's handler. `Err` only for what must propagate
-    /// (KeyboardInterrupt, SystemExit, or a record that could not be built).
-    fn run_one(
-        &self,
-        py: Python<'_>,
-        handler: &Bound<'_, PyAny>,
-        rec: &SpotRecord,
-    ) -> PyResult<Outcome> {
+impl PyNodeHost<'_, '_> {
+    fn run_one(&self, rec: &SpotRecord) -> PyResult<Outcome> {
+        let py = self.py;
         let obj = Bound::new(py, PySpotRecord::new(py, rec))?.into_any();
-        match handler.call1((&obj,)) {
+        match self.handler.call1((&obj,)) {
             Ok(res) if res.is_none() => Ok(Outcome::Ok),
             Ok(res) => {
                 if !is_coroutine(py, &res)? {

@@ -9,15 +9,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use parking_lot::Mutex;
 use pyo3::gc::PyVisit;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use pyo3::PyTraverseError;
 
 use spot_lifecycle::{
-    LaneKind, LaneLimits, Node, NodeConfig, NodeId, Outcome, RelocationTarget, Result as LResult,
-    SpotId, SpotKind, SpotRecord,
+    LaneKind, LaneLimits, Node, NodeConfig, NodeId, RelocationTarget, Result as LResult, SpotId,
+    SpotKind,
 };
 use spot_timer_core::ClockKind;
 
@@ -26,7 +25,7 @@ use super::args::{
     seconds, u64_arg, Arg,
 };
 use super::callbacks::Callbacks;
-use super::dispatch::{Buffers, Delivery};
+use super::dispatch::Delivery;
 use super::errors::{clear_factory_error, closed, to_py};
 use super::store::PyStore;
 use super::types::types;
@@ -41,8 +40,7 @@ pub struct PyNode {
     manual: bool,
     store: Py<PyStore>,
     callbacks: Arc<Callbacks>,
-    backlog: Mutex<Vec<SpotRecord>>,
-    spare: Mutex<Buffers>,
+    delivery: Delivery,
     closed: AtomicBool,
 }
 
@@ -77,23 +75,17 @@ impl PyNode {
         r
     }
 
-    /// Shuts the node down (detached): records kept for a later `dispatch` complete
+    /// Shuts the node down (detached): the rest of a batch a handler stopped completes
     /// NOT_STARTED, then `Node::shutdown` (every Spot closes with
     /// `CloseReason.NODE_SHUTDOWN`, the timer runtime stops, the node leaves its store).
     fn stop(&self, py: Option<Python<'_>>) {
         if self.closed.swap(true, Ordering::AcqRel) {
             return;
         }
-        let kept = std::mem::take(&mut *self.backlog.lock());
+        let delivery = &self.delivery;
         let node = &*self.node;
         let work = || {
-            if !kept.is_empty() {
-                let done: Vec<_> = kept
-                    .iter()
-                    .map(|r| r.complete(Outcome::NotStarted))
-                    .collect();
-                let _ = node.complete(&done);
-            }
+            delivery.stop();
             node.shutdown();
         };
         match py {
@@ -251,8 +243,7 @@ impl PyNode {
                 manual: manual_clock,
                 store,
                 callbacks,
-                backlog: Mutex::default(),
-                spare: Mutex::default(),
+                delivery: Delivery::default(),
                 closed: AtomicBool::new(false),
             }),
             Err(e) => Err(to_py(py, e)),
@@ -571,14 +562,14 @@ impl PyNode {
             ));
         }
         self.check_open(py)?;
-        Delivery {
-            node: &self.node,
-            manual: self.manual,
-            callbacks: &self.callbacks,
-            backlog: &self.backlog,
-            spare: &self.spare,
-        }
-        .dispatch(py, handler, timeout, max as usize)
+        self.delivery.dispatch(
+            py,
+            &self.node,
+            &self.callbacks,
+            handler,
+            timeout,
+            max as usize,
+        )
     }
 
     /// Shuts the node down: every Spot closes (`CloseReason.NODE_SHUTDOWN`), its timers
