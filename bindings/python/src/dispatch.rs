@@ -1,21 +1,28 @@
-//! Delivery: one exchange with the core (waiting detached), then, attached once, the whole
-//! batch: per record the T1 re-check (`Runtime::begin`), the handler call and the
-//! completion, which goes back with the next exchange. One GIL entry per batch.
+//! Delivery into Python: the core's delivery driver (`spot_timer_core::driver`) over this
+//! thread's session; this file only says how one record runs in Python. One receive
+//! (waiting detached), then, attached once, the whole batch: the driver claims each start
+//! right before the handler and writes its outcome, which goes back with the next receive.
+//! One GIL entry per batch.
 
 use std::cell::RefCell;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
+use parking_lot::Mutex;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyList, PyTuple};
 
-use spot_timer_core::{DeliverySession, Error, Outcome, Record, BATCH_KEPT, BATCH_PENDING};
+use spot_timer_core::driver::{Driver, Host, Pass, Ticket, TimerSource, Verdict};
+use spot_timer_core::{Error, Outcome, Record};
 
 use crate::errors::{end_result_tuple, py_error, to_py};
 use crate::inner::{record_wait, wait_readable, Inner, RecordWait, MODE_ASYNCIO, MODE_MANUAL};
+
+/// The driver a thread delivers one runtime's records with.
+type TimerDriver = Driver<TimerSource<u64>>;
 
 static ISAWAITABLE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
@@ -139,7 +146,7 @@ struct Slot {
     runtime: u64,
     inner: Weak<Inner>,
     /// `None` while a pump on this thread uses it (a nested pump makes its own).
-    session: Option<DeliverySession<u64>>,
+    session: Option<TimerDriver>,
     capacity: usize,
 }
 
@@ -155,9 +162,18 @@ thread_local! {
 fn take_session(
     inner: &Arc<Inner>,
     capacity: usize,
-) -> Result<(DeliverySession<u64>, bool), Error> {
+    window: Duration,
+    budget_ns: u64,
+) -> Result<(TimerDriver, bool), Error> {
+    let made = || -> Result<TimerDriver, Error> {
+        let d = Driver::new(TimerSource::new(&inner.rt, capacity)?).with_window(window);
+        Ok(match inner.budget(budget_ns) {
+            Some(b) => d.with_budget(b),
+            None => d,
+        })
+    };
     enum Found {
-        Free(DeliverySession<u64>),
+        Free(TimerDriver),
         Busy,
         /// Too small for this pump: dropped (outside the borrow), a bigger one is made.
         Small(Slot),
@@ -182,11 +198,11 @@ fn take_session(
     match found {
         Found::Free(session) => return Ok((session, false)),
         // A pump on this thread is using it: a nested pump gets a session of its own.
-        Found::Busy => return Ok((inner.rt.session(capacity)?, true)),
+        Found::Busy => return Ok((made()?, true)),
         Found::Small(slot) => drop(slot),
         Found::Missing => {}
     }
-    let session = inner.rt.session(capacity)?;
+    let session = made()?;
     let dead = SESSIONS.with(|m| {
         let mut m = m.borrow_mut();
         // Sessions of runtimes that closed or went away meanwhile go now.
@@ -216,7 +232,7 @@ fn take_session(
 }
 
 /// Puts the session back after a pump (drops it once the runtime closed).
-fn return_session(inner: &Inner, session: DeliverySession<u64>) {
+fn return_session(inner: &Inner, session: TimerDriver) {
     let closed = inner.rt.is_closed();
     let spare = SESSIONS.with(|m| {
         let mut m = m.borrow_mut();
@@ -246,15 +262,14 @@ pub fn drop_session(id: u64) {
     drop(slot);
 }
 
-/// One exchange and the batch it returned. Returns `None` once the runtime is closed,
+/// One receive and the batch it returned. Returns `None` once the runtime is closed,
 /// else `(records, extras, pending_completions)` where `extras` is `None` or a list of
-/// `(0, token, generation, coroutine, tick)` (a coroutine handler to run; asyncio mode) and
-/// `(1, tag, ok, value)` (a cancel notice).
+/// `(0, kept, generation, coroutine, tick)` (a coroutine handler to run, asyncio mode;
+/// `kept.complete(ok)` completes its record) and `(1, tag, ok, value)` (a cancel notice).
 ///
-/// The records come from this thread's delivery session (`DeliverySession::batch_window`):
-/// it sends the outcomes of the previous batch with the exchange, start-checks nothing
-/// itself (`Runtime::begin` does, right before each handler), and lets a blocking cancel on
-/// this thread complete the records of the batch it would otherwise wait for.
+/// The records come from this thread's driver: it sends the outcomes of the previous batch
+/// with the receive, claims each start right before its handler, and lets a blocking
+/// cancel on this thread complete the records of the batch it would otherwise wait for.
 pub fn pump<'py>(
     py: Python<'py>,
     inner: &Arc<Inner>,
@@ -262,39 +277,26 @@ pub fn pump<'py>(
     limits: Limits,
     flush: bool,
 ) -> PyResult<PumpResult<'py>> {
-    let Limits {
-        window_ns,
-        budget_ns,
-        ..
-    } = limits;
     let capacity = limits.max_records.max(1);
     // With several dispatchers a worker takes one record at a time, so that a handler that
     // blocks holds up nothing but its own worker.
     let max_records = if inner.dispatchers.load(Ordering::Relaxed) > 1 {
         1
     } else {
-        inner.batch_limit(capacity, budget_ns)
+        capacity
     };
     inner.purge(py);
     let mode = inner.mode.load(Ordering::Relaxed);
-    let allow_coroutines = mode == MODE_ASYNCIO;
     let me = std::thread::current().id();
-    let async_done = inner.state.with(py, |st| {
+    inner.state.with(py, |st| {
         // (Manual mode lets every thread cancel as a delivering thread; the list stays the
         // workers or the loop.)
         if mode != MODE_MANUAL && !st.delivery_threads.contains(&me) {
             st.delivery_threads.push(me);
         }
-        std::mem::take(&mut st.completions)
     });
-    if !async_done.is_empty() {
-        // Coroutine handlers that finished: their records were kept out of the batches.
-        match py.detach(|| inner.rt.complete(&async_done)) {
-            Ok(()) | Err(Error::Closed) | Err(Error::InvalidCompletion(_)) => {}
-            Err(e) => return Err(to_py(py, e)),
-        }
-    }
-    let (mut session, nested) = match take_session(inner, capacity) {
+    let window = Duration::from_nanos(limits.window_ns);
+    let (mut driver, nested) = match take_session(inner, capacity, window, limits.budget_ns) {
         Ok(s) => s,
         Err(Error::Closed) => return Ok(None),
         Err(e) => return Err(to_py(py, e)),
@@ -302,58 +304,49 @@ pub fn pump<'py>(
     let r = run_batch(
         py,
         inner,
-        &mut session,
+        &mut driver,
         timeout_ns,
         max_records,
-        window_ns,
-        budget_ns,
-        allow_coroutines,
+        mode == MODE_ASYNCIO,
         flush,
     );
     if nested {
-        drop(session);
+        drop(driver);
     } else {
-        return_session(inner, session);
+        return_session(inner, driver);
     }
     inner.purge(py);
     r
 }
 
-#[allow(clippy::too_many_arguments)]
+/// Waits for a batch (detached), then runs it attached.
 fn run_batch<'py>(
     py: Python<'py>,
-    inner: &Inner,
-    session: &mut DeliverySession<u64>,
+    inner: &Arc<Inner>,
+    driver: &mut TimerDriver,
     timeout_ns: Option<u64>,
     max_records: usize,
-    window_ns: u64,
-    budget_ns: u64,
     allow_coroutines: bool,
     flush: bool,
 ) -> PyResult<PumpResult<'py>> {
     let deadline = timeout_ns.map(|t| Instant::now() + Duration::from_nanos(t));
-    let window = Duration::from_nanos(window_ns);
     loop {
         let wait = record_wait(&inner.rt, deadline);
         let slice = match wait {
             RecordWait::InExchange(slice) => slice,
             RecordWait::OnFd(_) => Some(Duration::ZERO),
         };
-        // Outcomes of the last batch to send, or a wait: detached.
-        // (Attached only when nothing can wait: no outcomes to send, no window to sleep.)
+        // Attached only when nothing can wait: no outcomes to send, no window to sleep.
         let r = if slice.is_some_and(|s| s.is_zero())
-            && window.is_zero()
-            && session.last_batch().records.is_empty()
+            && !driver.has_window()
+            && !driver.holds_batch()
         {
-            session
-                .batch_window(slice, max_records, window)
-                .map(|b| b.records.len())
+            driver.receive(slice, max_records)
         } else {
-            let s = OnThisThread(&mut *session);
+            let d = OnThisThread(&mut *driver);
             py.detach(move || {
-                let s = s;
-                s.0.batch_window(slice, max_records, window)
-                    .map(|b| b.records.len())
+                let d = d;
+                d.0.receive(slice, max_records)
             })
         };
         match r {
@@ -371,120 +364,191 @@ fn run_batch<'py>(
         }
         py.check_signals()?;
     }
-    let batch = session.last_batch();
-    let mut extras: Option<Bound<'py, PyList>> = None;
-    let mut processed = 0usize;
-    let mut sent = 0usize;
-    let started = Instant::now();
-    for (i, rec) in batch.records.iter().enumerate() {
-        // A blocking cancel on this thread completed it already.
-        if batch.outcomes[i].get() != BATCH_PENDING {
-            continue;
-        }
-        batch.position.set(i);
-        processed += 1;
-        match rec {
-            Record::Tick(t) => {
-                let pid = *t.payload();
-                let (handler, key_obj) = inner.objects.with(py, |o| {
-                    (
-                        o.handler(pid).map(|h| h.clone_ref(py)),
-                        o.key(pid).map(|k| k.clone_ref(py)),
-                    )
-                });
-                let outcome = match handler {
-                    None => Outcome::NotStarted,
-                    Some(_) if !inner.rt.begin(t) => Outcome::NotStarted,
-                    Some(h) => {
-                        let tk = t.tick();
-                        let tick = PyTick {
-                            delivery_index: tk.delivery_index,
-                            scheduled_index: tk.scheduled_index,
-                            skipped_ticks: tk.skipped_ticks,
-                            owner_id: t.owner_id(),
-                            key_id: t.key(),
-                            key_obj,
-                        };
-                        let tick = Bound::new(py, tick)?;
-                        match h.bind(py).call1((&tick,)) {
-                            Ok(res) if res.is_none() => Outcome::Ok,
-                            Ok(res) => {
-                                if is_coroutine(py, &res)? {
-                                    if allow_coroutines {
-                                        let generation = t.timer_id().generation();
-                                        inner.async_inflight.lock().insert(generation);
-                                        // Completed by `complete_async` when it finishes.
-                                        batch.outcomes[i].set(BATCH_KEPT);
-                                        let item = (0u8, t.token(), generation, res, &tick)
-                                            .into_pyobject(py)?;
-                                        extras
-                                            .get_or_insert_with(|| PyList::empty(py))
-                                            .append(item)?;
-                                        continue;
-                                    }
-                                    let _ = res.call_method0("close");
-                                    let err = py_error(
-                                        py,
-                                        "ArgumentTypeError",
-                                        "the handler returned a coroutine, but coroutine \
-                                         handlers need the asyncio delivery mode"
-                                            .into(),
-                                    );
-                                    report(py, inner, err, &tick);
-                                    Outcome::Failed
-                                } else {
-                                    Outcome::Ok
-                                }
-                            }
-                            Err(err) => {
-                                let fatal = !err.is_instance_of::<PyException>(py);
-                                if fatal {
-                                    // KeyboardInterrupt / SystemExit: the tick failed; the
-                                    // rest of the batch did not start (completed as not
-                                    // started with this thread's next pump, the ticks still
-                                    // due come back in it).
-                                    batch.outcomes[i].set(Outcome::Failed as u32);
-                                    return Err(err);
-                                }
-                                report(py, inner, err, &tick);
-                                Outcome::Failed
-                            }
-                        }
-                    }
-                };
-                batch.outcomes[i].set(outcome as u32);
-                sent += 1;
-            }
-            Record::CancelDone(n) => {
-                let res = end_result_tuple(py, n.result.clone())?;
-                let item = PyTuple::new(
-                    py,
-                    [
-                        1u8.into_pyobject(py)?.into_any(),
-                        n.tag.into_pyobject(py)?.into_any(),
-                        res.get_item(0)?,
-                        res.get_item(1)?,
-                    ],
-                )?;
-                extras
-                    .get_or_insert_with(|| PyList::empty(py))
-                    .append(item)?;
-            }
-        }
+    let mut host = PyTimerHost {
+        py,
+        inner,
+        allow_coroutines,
+        extras: None,
+        coroutine: None,
+        fatal: None,
+    };
+    let pass = driver.run(&mut host);
+    let PyTimerHost { extras, fatal, .. } = host;
+    if let Some(e) = fatal {
+        return Err(e);
     }
-    if budget_ns != 0 {
-        inner.observe_batch(processed, started.elapsed());
-    }
+    let Pass {
+        ran,
+        held,
+        not_started,
+        notices,
+        ..
+    } = pass;
     let pending = if flush {
-        match session.flush() {
+        match driver.flush() {
             Ok(()) | Err(Error::Closed) => {}
             Err(e) => return Err(to_py(py, e)),
         }
         0
     } else {
-        sent + inner.state.with(py, |st| st.completions.len())
+        ran - held + not_started
     };
-    Ok(Some((processed, extras, pending)))
+    Ok(Some((ran + not_started + notices, extras, pending)))
+}
+
+/// A coroutine handler's record, kept until the coroutine ends (asyncio mode).
+#[pyclass(module = "spot_timer._native", name = "Kept", frozen)]
+pub struct PyKept {
+    ticket: Mutex<Option<Ticket<TimerSource<u64>>>>,
+    generation: u64,
+    inner: Weak<Inner>,
+}
+
+#[pymethods]
+impl PyKept {
+    /// The coroutine ended (ok: it returned; else it raised or was cancelled): completes
+    /// its record. Later calls do nothing.
+    fn complete(&self, py: Python<'_>, ok: bool) {
+        let Some(ticket) = self.ticket.lock().take() else {
+            return;
+        };
+        if let Some(inner) = self.inner.upgrade() {
+            inner.async_inflight.lock().remove(&self.generation);
+        }
+        let outcome = if ok { Outcome::Ok } else { Outcome::Failed };
+        // (After the close the record ended with it: nothing to report.)
+        let _ = py.detach(move || ticket.complete(outcome));
+    }
+}
+
+/// Runs one timer record in Python: what the driver asks of a host.
+struct PyTimerHost<'a, 'py> {
+    py: Python<'py>,
+    inner: &'a Arc<Inner>,
+    allow_coroutines: bool,
+    extras: Option<Bound<'py, PyList>>,
+    /// The coroutine a handler returned and its tick, until the driver hands its ticket.
+    coroutine: Option<(Bound<'py, PyAny>, Bound<'py, PyTick>)>,
+    /// KeyboardInterrupt, SystemExit, or an error building the call: propagates.
+    fatal: Option<PyErr>,
+}
+
+impl Host<TimerSource<u64>> for PyTimerHost<'_, '_> {
+    fn run(&mut self, record: &Record<u64>) -> Verdict {
+        match self.run_one(record) {
+            Ok(v) => v,
+            Err(e) => {
+                self.fatal = Some(e);
+                Verdict::Stop(Outcome::Failed)
+            }
+        }
+    }
+
+    fn keep(&mut self, record: &Record<u64>, ticket: Ticket<TimerSource<u64>>) {
+        let Some((coro, tick)) = self.coroutine.take() else {
+            return;
+        };
+        let Record::Tick(t) = record else { return };
+        let generation = t.timer_id().generation();
+        self.inner.async_inflight.lock().insert(generation);
+        let py = self.py;
+        let kept = PyKept {
+            ticket: Mutex::new(Some(ticket)),
+            generation,
+            inner: Arc::downgrade(self.inner),
+        };
+        let item =
+            Bound::new(py, kept).and_then(|k| (0u8, k, generation, coro, tick).into_pyobject(py));
+        if let Err(e) = item.and_then(|i| self.extras_list().append(i)) {
+            self.fatal.get_or_insert(e);
+        }
+    }
+
+    fn notice(&mut self, record: &Record<u64>) {
+        let Record::CancelDone(n) = record else {
+            return;
+        };
+        let py = self.py;
+        let item = end_result_tuple(py, n.result.clone()).and_then(|res| {
+            PyTuple::new(
+                py,
+                [
+                    1u8.into_pyobject(py)?.into_any(),
+                    n.tag.into_pyobject(py)?.into_any(),
+                    res.get_item(0)?,
+                    res.get_item(1)?,
+                ],
+            )
+        });
+        if let Err(e) = item.and_then(|i| self.extras_list().append(i)) {
+            self.fatal.get_or_insert(e);
+        }
+    }
+}
+
+impl<'py> PyTimerHost<'_, 'py> {
+    fn extras_list(&mut self) -> &Bound<'py, PyList> {
+        let py = self.py;
+        self.extras.get_or_insert_with(|| PyList::empty(py))
+    }
+
+    fn run_one(&mut self, record: &Record<u64>) -> PyResult<Verdict> {
+        let py = self.py;
+        let inner = self.inner;
+        let Record::Tick(t) = record else {
+            return Ok(Verdict::Done(Outcome::NotStarted));
+        };
+        let pid = *t.payload();
+        let (handler, key_obj) = inner.objects.with(py, |o| {
+            (
+                o.handler(pid).map(|h| h.clone_ref(py)),
+                o.key(pid).map(|k| k.clone_ref(py)),
+            )
+        });
+        let Some(h) = handler else {
+            return Ok(Verdict::Done(Outcome::NotStarted));
+        };
+        let tk = t.tick();
+        let tick = PyTick {
+            delivery_index: tk.delivery_index,
+            scheduled_index: tk.scheduled_index,
+            skipped_ticks: tk.skipped_ticks,
+            owner_id: t.owner_id(),
+            key_id: t.key(),
+            key_obj,
+        };
+        let tick = Bound::new(py, tick)?;
+        match h.bind(py).call1((&tick,)) {
+            Ok(res) if res.is_none() => Ok(Verdict::Done(Outcome::Ok)),
+            Ok(res) => {
+                if !is_coroutine(py, &res)? {
+                    return Ok(Verdict::Done(Outcome::Ok));
+                }
+                if self.allow_coroutines {
+                    // Completed by its `Kept` when it finishes.
+                    self.coroutine = Some((res, tick));
+                    return Ok(Verdict::Held);
+                }
+                let _ = res.call_method0("close");
+                let err = py_error(
+                    py,
+                    "ArgumentTypeError",
+                    "the handler returned a coroutine, but coroutine handlers need the \
+                     asyncio delivery mode"
+                        .into(),
+                );
+                report(py, inner, err, &tick);
+                Ok(Verdict::Done(Outcome::Failed))
+            }
+            Err(err) if err.is_instance_of::<PyException>(py) => {
+                report(py, inner, err, &tick);
+                Ok(Verdict::Done(Outcome::Failed))
+            }
+            // KeyboardInterrupt / SystemExit: the tick failed; the rest of the batch stays
+            // in the driver for this thread's next pump.
+            Err(err) => Err(err),
+        }
+    }
 }
 
 pub fn is_coroutine(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<bool> {

@@ -6,14 +6,15 @@
 use std::collections::{HashMap, HashSet};
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::thread::ThreadId;
 use std::time::Duration;
 
 use parking_lot::Mutex;
 use pyo3::prelude::*;
 
-use spot_timer_core::{Completion, Runtime};
+use spot_timer_core::driver::Budget;
+use spot_timer_core::Runtime;
 
 use crate::gil_cell::GilCell;
 use crate::objects::PyObjects;
@@ -51,6 +52,11 @@ pub enum RecordWait {
 }
 
 pub fn record_wait(rt: &Runtime<u64>, deadline: Option<std::time::Instant>) -> RecordWait {
+    let left = remaining(deadline);
+    if left.is_some_and(|l| l.is_zero()) {
+        // Nothing to wait for (a pump that only takes what is ready makes no descriptor).
+        return RecordWait::InExchange(left);
+    }
     if on_main_thread() {
         // (Fails only on a closed runtime, or when no eventfd can be made: slices then.)
         match rt.wakeup_fd() {
@@ -58,7 +64,7 @@ pub fn record_wait(rt: &Runtime<u64>, deadline: Option<std::time::Instant>) -> R
             Err(_) => RecordWait::InExchange(wait_slice(deadline)),
         }
     } else {
-        RecordWait::InExchange(remaining(deadline))
+        RecordWait::InExchange(left)
     }
 }
 
@@ -95,15 +101,8 @@ pub const MODE_ASYNCIO: u8 = 2;
 /// Keys that are not plain non-negative ints below 2^63 get ids from the upper half.
 pub const AUTO_KEY_BASE: u64 = 1 << 63;
 
-/// The cost per record assumed before any batch was timed: cautious, so that a first batch
-/// of slow handlers stays near the budget; a batch or two of measurements replace it.
-const ASSUMED_RECORD_NS: u64 = 1_000;
-
 #[derive(Default)]
 pub struct DispatchState {
-    /// Completions of coroutine handlers that finished (asyncio mode), sent by the next
-    /// pump; the records of a batch complete through the thread's delivery session.
-    pub completions: Vec<Completion>,
     /// The threads that deliver records (dispatcher workers or the event-loop thread).
     pub delivery_threads: Vec<ThreadId>,
 }
@@ -132,9 +131,9 @@ pub struct Inner {
     /// A weak reference to the Python `Runtime` (timers reach it through this, so they
     /// hold no reference the garbage collector would have to trace).
     pub host: Mutex<Option<Py<PyAny>>>,
-    /// Recent wall time per record of a batch, in ns (0: none timed yet); shared by the
-    /// runtime's delivering threads. An estimate: concurrent updates may overwrite each other.
-    pub record_ns: AtomicU64,
+    /// The dispatch budget (`Runtime(batch_budget=)`), shared by the runtime's delivering
+    /// threads: made by the first pump that names one.
+    pub budget: OnceLock<Arc<Budget>>,
     /// Dispatcher handles made (`workers=N` makes N).
     pub dispatchers: AtomicUsize,
 }
@@ -166,46 +165,20 @@ impl Inner {
         self.state.with(py, |st| st.delivery_threads.contains(&me))
     }
 
-    /// Records a coroutine handler's completion for the next pump.
-    pub fn push_completion(&self, py: Python<'_>, c: Completion) {
-        self.state.with(py, |st| st.completions.push(c));
-    }
-
     pub fn is_closed(&self) -> bool {
         self.rt.is_closed()
     }
 
-    /// How many records to take so that the batch runs in about `budget_ns` (at least one,
-    /// at most `max_records`). A record left in the runtime keeps its place and gets the
-    /// newest due tick when it is handed over (T5); one taken into a long batch only ages.
-    pub fn batch_limit(&self, max_records: usize, budget_ns: u64) -> usize {
+    /// The budget a pump naming `budget_ns` delivers under (0: none).
+    pub fn budget(&self, budget_ns: u64) -> Option<Arc<Budget>> {
         if budget_ns == 0 {
-            return max_records;
+            return None;
         }
-        let per = match self.record_ns.load(Ordering::Relaxed) {
-            0 => ASSUMED_RECORD_NS,
-            n => n,
-        };
-        usize::try_from(budget_ns / per)
-            .unwrap_or(usize::MAX)
-            .clamp(1, max_records)
-    }
-
-    /// Folds the wall time of a batch of `records` into the per-record estimate (a moving
-    /// average, so one slow handler moves it but does not set it).
-    pub fn observe_batch(&self, records: usize, elapsed: Duration) {
-        if records == 0 {
-            return;
-        }
-        let sample = (elapsed.as_nanos() / records as u128).clamp(1, u64::MAX as u128) as u64;
-        let old = self.record_ns.load(Ordering::Relaxed);
-        let new = if old == 0 {
-            sample
-        } else {
-            // old + (sample - old) / 4, without signed arithmetic
-            (old - old / 4).saturating_add(sample / 4).max(1)
-        };
-        self.record_ns.store(new, Ordering::Relaxed);
+        Some(
+            self.budget
+                .get_or_init(|| Arc::new(Budget::new(Duration::from_nanos(budget_ns))))
+                .clone(),
+        )
     }
 
     /// The Python `Runtime`, while it exists.

@@ -37,6 +37,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<timer::NativeTimer>()?;
     m.add_class::<dispatch::NativeDispatcher>()?;
     m.add_class::<dispatch::PyTick>()?;
+    m.add_class::<dispatch::PyKept>()?;
     m.add_function(wrap_pyfunction!(host::configure, m)?)?;
     m.add("MODE_MANUAL", inner::MODE_MANUAL)?;
     m.add("MODE_THREAD", inner::MODE_THREAD)?;

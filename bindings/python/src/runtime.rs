@@ -2,7 +2,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -12,8 +12,7 @@ use pyo3::types::PyDict;
 use pyo3::PyTraverseError;
 
 use spot_timer_core::{
-    ClockKind, Completion, GateMode, ManualClock, Outcome, OwnerOptions, Runtime, RuntimeConfig,
-    Sink,
+    ClockKind, GateMode, ManualClock, OwnerOptions, Runtime, RuntimeConfig, Sink,
 };
 
 use crate::dispatch::{pump, NativeDispatcher, PumpResult};
@@ -123,7 +122,7 @@ impl NativeRuntime {
                 next_key: AtomicU64::new(AUTO_KEY_BASE),
                 mode: AtomicU8::new(MODE_MANUAL),
                 host: Mutex::new(None),
-                record_ns: AtomicU64::new(0),
+                budget: OnceLock::new(),
                 dispatchers: AtomicUsize::new(0),
             }),
         })
@@ -234,18 +233,6 @@ impl NativeRuntime {
         NativeDispatcher {
             inner: self.inner.clone(),
         }
-    }
-
-    /// Completion of a coroutine handler (asyncio mode).
-    fn complete_async(&self, py: Python<'_>, token: u64, generation: u64, ok: bool) {
-        self.inner.async_inflight.lock().remove(&generation);
-        let outcome = if ok { Outcome::Ok } else { Outcome::Failed };
-        self.inner
-            .push_completion(py, Completion::new(token, outcome));
-    }
-
-    fn pending_completions(&self, py: Python<'_>) -> usize {
-        self.inner.state.with(py, |st| st.completions.len())
     }
 
     fn wakeup_fd(&self, py: Python<'_>) -> PyResult<i32> {

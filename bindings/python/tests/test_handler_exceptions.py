@@ -95,3 +95,59 @@ def test_coroutine_handler_in_thread_mode_is_reported():
         assert len(errors) == 1 and isinstance(errors[0], st.ArgumentTypeError)
     finally:
         rt.close()
+
+
+def _finished(s):
+    return s.completed_ok + s.completed_failed + s.completed_deferred + s.not_started + s.records_abandoned
+
+
+def test_keyboard_interrupt_mid_batch_keeps_the_rest_for_the_next_dispatch(manual):
+    """A handler that raises KeyboardInterrupt fails its tick and the exception reaches the
+    caller; the records of the batch after it run at the next dispatch, each once."""
+    ran = []
+
+    def handler(tick):
+        ran.append(tick.key)
+        if len(ran) == 3:
+            raise KeyboardInterrupt
+
+    o = manual.owner(1, gate=st.GateMode.CONCURRENT)
+    for k in range(8):
+        o.every(10 * MS, handler, key=k)
+    manual.advance(10 * MS)
+    with pytest.raises(KeyboardInterrupt):
+        manual.dispatch()
+    assert len(ran) == 3
+    manual.dispatch()
+    assert sorted(ran) == list(range(8)), "each timer's tick once"
+    s = manual.stats()
+    assert (s.completed_ok, s.completed_failed) == (7, 1), s
+    manual.close()
+    s = manual.stats()
+    assert s.records_published == _finished(s), s
+
+
+def test_a_coroutine_that_ends_after_the_close_completes_nothing_and_raises_nothing():
+    import asyncio
+
+    async def main():
+        rt = st.Runtime(dispatch="asyncio")
+        started, release = asyncio.Event(), asyncio.Event()
+        ended = []
+
+        async def slow(tick):
+            started.set()
+            await release.wait()
+            ended.append(tick.delivery_index)
+
+        rt.owner(1).after(1 * MS, slow)
+        await asyncio.wait_for(started.wait(), 30)
+        rt.close()
+        release.set()
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert ended == [1]
+        s = rt.stats()
+        assert s.records_published == _finished(s), s
+
+    asyncio.run(main())

@@ -131,6 +131,17 @@ impl<S: Source> Driver<S> {
         &self.source
     }
 
+    /// Whether it waits a window for more records after the first (see
+    /// [`Driver::with_window`]).
+    pub fn has_window(&self) -> bool {
+        !self.window.is_zero()
+    }
+
+    /// Whether it holds a batch: outcomes not sent yet, or the rest of a stopped batch.
+    pub fn holds_batch(&self) -> bool {
+        !self.source.records().is_empty()
+    }
+
     /// Records received and not run yet: the rest of a stopped batch.
     pub fn waiting(&self) -> usize {
         match self.resume {

@@ -586,17 +586,16 @@ class Runtime:
     def _handle_extras(self, extras: Any) -> None:
         for item in extras:
             if item[0] == 0:
-                _kind, token, generation, coro, tick = item
-                self._start_coroutine(token, generation, coro, tick)
+                _kind, kept, _generation, coro, tick = item
+                self._start_coroutine(kept, coro, tick)
             else:
                 _kind, tag, ok, value = item
                 self._resolve_tag(tag, ok, value)
 
-    def _start_coroutine(self, token: int, generation: int, coro: Any, tick: "Tick") -> None:
+    def _start_coroutine(self, kept: Any, coro: Any, tick: "Tick") -> None:
         loop = self._loop
         assert loop is not None
         task = asyncio.ensure_future(coro, loop=loop)
-        native = self._native
 
         def done(t: "asyncio.Future[Any]") -> None:
             ok = True
@@ -607,7 +606,7 @@ class Runtime:
                 if exc is not None:
                     ok = False
                     self._report(exc, tick)
-            native.complete_async(token, generation, ok)
+            kept.complete(ok)
             self._kick()
 
         task.add_done_callback(done)

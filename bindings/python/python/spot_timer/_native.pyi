@@ -14,6 +14,7 @@ __all__ = [
     "Timer",
     "Dispatcher",
     "Tick",
+    "Kept",
     "configure",
     "MODE_MANUAL",
     "MODE_THREAD",
@@ -54,6 +55,10 @@ class ManualClock:
 _PumpResult = Optional[Tuple[int, Optional[List[Any]], int]]
 
 @final
+class Kept:
+    def complete(self, ok: bool) -> None: ...
+
+@final
 class Dispatcher:
     def pump(
         self,
@@ -84,8 +89,6 @@ class Runtime:
         budget_ns: int = 0,
     ) -> _PumpResult: ...
     def dispatcher(self) -> Dispatcher: ...
-    def complete_async(self, token: int, generation: int, ok: bool) -> None: ...
-    def pending_completions(self) -> int: ...
     def wakeup_fd(self) -> int: ...
     def sync(self) -> None: ...
     def now_ns(self) -> int: ...
