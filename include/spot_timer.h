@@ -282,9 +282,11 @@ extern "C" {
  * reach each other over TCP); 2.4 `spot_session_batch` (a session's batch form); 2.5 the
  * closing reasons SPOT_CLOSE_AUTHORITY_LOST and SPOT_CLOSE_CREATION_FAILED and
  * `spot_node_stats::authority_lost` / `terms_renewed` (a node's term of authority); 2.6
- * `spot_timer_rearm` (a re-registration naming the generation it replaces).
+ * `spot_timer_rearm` (a re-registration naming the generation it replaces); 2.7
+ * `spot_session_run` and `spot_node_run` (the delivery driver calling a host function per
+ * record), `struct spot_pass`, SPOT_RUN_KEEP and SPOT_RUN_STOP.
  */
-#define SPOT_ABI_VERSION ((2 << 16) | 6)
+#define SPOT_ABI_VERSION ((2 << 16) | 7)
 
 /**
  * The outcome cell of a batch record whose outcome the host has not written yet.
@@ -296,6 +298,18 @@ extern "C" {
  * asynchronous handler), with `spot_complete`: the session never completes it.
  */
 #define SPOT_BATCH_KEPT (UINT32_MAX - 1)
+
+/**
+ * A run function's answer: the record goes on after the call returned; the host completes
+ * it later by its token (the same value as SPOT_BATCH_KEPT).
+ */
+#define SPOT_RUN_KEEP (UINT32_MAX - 1)
+
+/**
+ * A run function's answer, ORed with an outcome: the record ended so, and the rest of
+ * the batch waits for the next run call.
+ */
+#define SPOT_RUN_STOP 256
 
 /**
  * Status code returned by every fallible `spot_*` function (`int32_t`). 0 is success.
@@ -707,6 +721,54 @@ struct spot_node_stats {
      */
     uint64_t terms_renewed;
 };
+
+/**
+ * Runs one record of `spot_session_run` (a TICK whose start is already claimed, or a
+ * CANCEL_DONE record) and says how it went: SPOT_OUTCOME_*, SPOT_RUN_KEEP, or an outcome
+ * | SPOT_RUN_STOP. `record` is valid only during the call. Must not unwind.
+ */
+typedef uint32_t (*spot_run_fn)(void *env, const struct spot_record *record);
+
+/**
+ * What `spot_session_run` / `spot_node_run` did. Versioned: set `struct_size =
+ * sizeof(struct spot_pass)` before the call; the library writes the rest.
+ */
+struct spot_pass {
+    /**
+     * `sizeof(struct spot_pass)` as the host was built.
+     */
+    uint32_t struct_size;
+    /**
+     * 1 if the run function stopped the batch (SPOT_RUN_STOP): its rest waits for the
+     * next run call.
+     */
+    uint32_t stopped;
+    /**
+     * Records the run function ran (kept ones included).
+     */
+    size_t ran;
+    /**
+     * Of those, the records it kept (SPOT_RUN_KEEP).
+     */
+    size_t kept;
+    /**
+     * Records whose start check failed right before their turn (completed NOT_STARTED,
+     * never handed to the run function).
+     */
+    size_t not_started;
+    /**
+     * CANCEL_DONE records handed to the run function.
+     */
+    size_t notices;
+};
+
+/**
+ * Runs one record of `spot_node_run` (its start already checked) and says how it went:
+ * SPOT_OUTCOME_*, SPOT_RUN_KEEP (complete it later with `spot_node_complete` and
+ * `record->token`), or an outcome | SPOT_RUN_STOP. `record` and its payload are valid
+ * only during the call. Must not unwind.
+ */
+typedef uint32_t (*spot_node_run_fn)(void *env, const struct spot_node_record *record);
 
 /**
  * Receives one batch on the scheduler thread, once per scheduler wakeup.
@@ -1309,7 +1371,8 @@ spot_status spot_record_begin(uint64_t rt, const struct spot_record *rec);
 
 /**
  * Writes a file descriptor to `*out_fd` that is readable while records wait for
- * `spot_exchange` (for poll/epoll/select event loops). The runtime owns it: do not close
+ * `spot_exchange`, and for good once the runtime closed (`spot_exchange` then answers
+ * SPOT_E_CLOSED), for poll/epoll/select event loops. The runtime owns it: do not close
  * or read it; it stays valid until the runtime is freed. Exchange-delivery runtimes only.
  *
  * Thread-safe. Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT,
@@ -1599,8 +1662,60 @@ spot_status spot_owner_gate_enter(uint64_t rt, uint64_t owner_id, int64_t timeou
 spot_status spot_owner_gate_leave(uint64_t rt, uint64_t owner_id);
 
 /**
+ * Runs one batch of the calling thread's session `session` through `run`: receives up
+ * to the session's capacity of records (sending the outcomes of the previous batch),
+ * waiting up to `timeout_ns` (-1: until one arrives or the runtime closes; 0: don't
+ * wait), then calls `run(env, record)` for each record in order — for a TICK right after
+ * its start was checked and claimed (do not call `spot_record_begin`); a TICK that went
+ * stale meanwhile is completed NOT_STARTED and never reaches `run`. The outcomes go back
+ * with the next run call (or `spot_session_free`). A kept TICK (SPOT_RUN_KEEP) is
+ * completed later by the host: `spot_complete` with its token, from any thread. After a
+ * stop the next `spot_session_run` hands out the rest of the batch first, without
+ * receiving; any other call on the session completes that rest NOT_STARTED (its ticks
+ * that are still due come back). Writes what the call did to `*out_pass` (may be NULL).
+ *
+ * `run` must not unwind (no C++ exception, no longjmp). It may call into the library,
+ * also a blocking `spot_timer_cancel` (which never waits for a record of this batch that
+ * has not started), but not this session.
+ * Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT, SPOT_E_BAD_STRUCT_SIZE,
+ * SPOT_E_INVALID_ARGUMENT (a bad timeout, or a tick of `spot_session_next` not
+ * completed), SPOT_E_WOULD_DEADLOCK (called from `run` on its own session),
+ * SPOT_E_UNKNOWN_ENUM (`run` returned a value outside the contract), SPOT_E_CLOSED.
+ */
+spot_status spot_session_run(uint64_t session,
+                             int64_t timeout_ns,
+                             spot_run_fn run,
+                             void *env,
+                             struct spot_pass *out_pass);
+
+/**
+ * Runs one batch of node `node`'s Spot work — messages and ticks in one batch — through
+ * `run`: receives up to `max` records (at least 1), waiting up to `timeout_ns` (-1: until
+ * some arrive or the node closes; 0: don't wait), then calls `run(env, record)` for each
+ * in order, right after its start check (a record whose Spot lost its authority, or a
+ * message whose burst cannot go on, is completed NOT_STARTED and never reaches `run`).
+ * The outcomes are sent before the call returns. A kept record (SPOT_RUN_KEEP) is
+ * completed later with `spot_node_complete` and the record's `token`; the next message
+ * of its Spot does not wait for it. After a stop the next `spot_node_run` hands out the
+ * rest of the batch first; `spot_node_free` completes it NOT_STARTED (its messages count
+ * as dropped). Writes what the call did to `*out_pass` (may be NULL).
+ *
+ * One thread's batch at a time is kept across calls; a second thread running the same
+ * node meanwhile gets a batch of its own for its call. `run` must not unwind.
+ * Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT, SPOT_E_BAD_STRUCT_SIZE,
+ * SPOT_E_INVALID_ARGUMENT (a bad timeout), SPOT_E_UNKNOWN_ENUM (`run` returned a value
+ * outside the contract), SPOT_E_CLOSED.
+ */
+spot_status spot_node_run(uint64_t node,
+                          int64_t timeout_ns,
+                          size_t max,
+                          spot_node_run_fn run,
+                          void *env,
+                          struct spot_pass *out_pass);
+
+/**
  * The ABI version of the library: `(major << 16) | minor`; this header is
- * `SPOT_ABI_VERSION` (2.6). A host built against major M works with a library of the
+ * `SPOT_ABI_VERSION` (2.7). A host built against major M works with a library of the
  * same major M and a minor >= its own.
  *
  * Infallible. Thread-safe.

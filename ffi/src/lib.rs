@@ -7,7 +7,8 @@
 //! One concept per module: [`boundary`] (panic boundary, last error, pointer checks),
 //! [`status`] (status codes), [`handles`] (generation-tagged runtime handles), [`types`]
 //! (`#[repr(C)]` structs and enum values), `core_runtime` (what a handle names), and the
-//! exports: [`runtime`], [`owner`], [`timer`] and [`delivery`]; the Spot lifecycle's
+//! exports: [`runtime`], [`owner`], [`timer`], [`delivery`], [`session`] and [`run`] (the
+//! core's delivery driver calling a host function per record); the Spot lifecycle's
 //! exports in [`node`] (types in [`node_types`], handles of stores and nodes in
 //! `node_handles`), over the `spot-lifecycle` crate.
 #![warn(missing_docs)]
@@ -25,6 +26,7 @@ mod node_handles;
 mod node_inflight;
 pub mod node_types;
 pub mod owner;
+pub mod run;
 pub mod runtime;
 pub mod session;
 pub mod status;
@@ -38,6 +40,7 @@ pub use metrics::*;
 pub use node::*;
 pub use node_types::*;
 pub use owner::*;
+pub use run::*;
 pub use runtime::*;
 pub use status::*;
 pub use timer::*;

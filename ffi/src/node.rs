@@ -7,9 +7,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use spot_lifecycle::{
-    CloseReason, LaneKind, LaneLimits, Node, NodeConfig, NodeId, RelocationTarget, SpotCompletion,
-    SpotId, SpotKind, SpotRecord,
+    CloseReason, LaneKind, LaneLimits, Node, NodeConfig, NodeId, NodeSource, RelocationTarget,
+    SpotCompletion, SpotId, SpotKind, SpotRecord,
 };
+use spot_timer_core::driver::Driver;
 use spot_timer_core::ClockKind;
 
 use crate::boundary::{
@@ -24,10 +25,13 @@ use crate::status::*;
 use crate::store::{opt_str, FfiStore, STORES};
 use crate::types::{clock_from_u32, outcome_from_u32, ClockChoice};
 
-struct FfiNode {
-    node: Arc<Node>,
+pub(crate) struct FfiNode {
+    pub(crate) node: Arc<Node>,
     /// Records handed to the host and not yet completed, by the tokens the host got.
     inflight: Mutex<InFlight>,
+    /// `spot_node_run`'s driver, kept between calls (it holds the rest of a stopped
+    /// batch).
+    pub(crate) driver: Mutex<Option<Driver<NodeSource>>>,
     /// The buffer an exchange receives records into, kept for the next exchange (a fresh
     /// one would grow, copying itself, on every exchange of a large batch).
     batch: Mutex<Vec<SpotRecord>>,
@@ -36,7 +40,14 @@ struct FfiNode {
 /// A batch buffer with room for more records than this is not kept.
 const KEEP_BATCH_AT_MOST: usize = 16_384;
 
-static NODES: HandleTable<FfiNode> = HandleTable::new("node", b'N');
+impl FfiNode {
+    /// The records in the host's hands.
+    pub(crate) fn inflight(&self) -> std::sync::MutexGuard<'_, InFlight> {
+        self.inflight.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+pub(crate) static NODES: HandleTable<FfiNode> = HandleTable::new("node", b'N');
 
 fn kind_code(k: SpotKind) -> u32 {
     k as u32
@@ -175,6 +186,7 @@ pub unsafe extern "C" fn spot_node_start(
         out.write(NODES.insert(Arc::new(FfiNode {
             node,
             inflight: Mutex::new(InFlight::default()),
+            driver: Mutex::new(None),
             batch: Mutex::new(Vec::new()),
         })));
         Ok(())
@@ -212,6 +224,11 @@ pub unsafe extern "C" fn spot_node_address(
 pub extern "C" fn spot_node_free(node: u64) -> spot_status {
     boundary("spot_node_free", || {
         let n = NODES.remove(node)?;
+        // The rest of a stopped `spot_node_run` batch completes as not started first. A run
+        // in progress (waiting, or this free called from its run function) keeps its driver:
+        // the shutdown below wakes or ends it, and the driver goes with the last reference.
+        let driver = n.driver.try_lock().ok().and_then(|mut d| d.take());
+        drop(driver);
         n.node.shutdown();
         Ok(())
     })
@@ -411,7 +428,7 @@ fn complete_all(n: &FfiNode, done: &[spot_node_completion]) -> FfiResult<Vec<Spo
         .collect())
 }
 
-fn c_record(r: &SpotRecord) -> spot_node_record {
+pub(crate) fn c_record(r: &SpotRecord) -> spot_node_record {
     let mut c = spot_node_record {
         kind: SPOT_WORK_MESSAGE,
         lane: SPOT_LANE_APPLICATION,

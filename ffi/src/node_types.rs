@@ -159,6 +159,13 @@ pub struct spot_node_record {
     pub skipped_ticks: u64,
 }
 
+/// Runs one record of `spot_node_run` (its start already checked) and says how it went:
+/// SPOT_OUTCOME_*, SPOT_RUN_KEEP (complete it later with `spot_node_complete` and
+/// `record->token`), or an outcome | SPOT_RUN_STOP. `record` and its payload are valid
+/// only during the call. Must not unwind.
+pub type spot_node_run_fn =
+    Option<unsafe extern "C" fn(env: *mut c_void, record: *const spot_node_record) -> u32>;
+
 /// A host's report that a record's handler ended (SPOT_OUTCOME_OK / FAILED) or never
 /// started (NOT_STARTED; DEFERRED keeps a tick, and ends a message as not started).
 #[repr(C)]

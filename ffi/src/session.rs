@@ -9,6 +9,7 @@
 
 use std::cell::RefCell;
 
+use spot_timer_core::driver::{Driver, TimerSource};
 use spot_timer_core::DeliverySession;
 
 use crate::boundary::{boundary, write_versioned, Failure, FfiResult, Out};
@@ -23,6 +24,11 @@ struct Entry {
     session: Option<DeliverySession<Payload>>,
     /// The C form of the batch handed out last (`spot_session_batch`).
     records: Vec<spot_record>,
+    capacity: usize,
+    /// `spot_session_run`: where a stopped batch resumes (any other call ends it).
+    resume: Option<usize>,
+    /// A `spot_session_run` has the session out (its `run` is running).
+    running: bool,
 }
 
 thread_local! {
@@ -66,14 +72,58 @@ fn with_entry<R>(
     SESSIONS.with(|t| {
         let mut t = t.try_borrow_mut().map_err(|_| busy())?;
         match t.get_mut(index) {
+            Some(e) if e.generation == generation && e.running => Err(busy()),
             Some(Entry {
                 generation: g,
                 session: Some(s),
                 records,
-            }) if *g == generation => f(s, records),
+                resume,
+                ..
+            }) if *g == generation => {
+                // Any call but a run ends a stopped batch (its rest completes as not started).
+                *resume = None;
+                f(s, records)
+            }
             _ => Err(invalid(handle)),
         }
     })
+}
+
+/// Runs `f` with a driver over the calling thread's session `handle` and the session's
+/// capacity: the session leaves the table for the call (so `f` may run host code that
+/// calls into other sessions of this thread) and comes back after it, with where a
+/// stopped batch resumes.
+pub(crate) fn with_driver<R>(
+    handle: u64,
+    f: impl FnOnce(&mut Driver<TimerSource<Payload>>, usize) -> FfiResult<R>,
+) -> FfiResult<R> {
+    let index = (handle as u32)
+        .checked_sub(1)
+        .ok_or_else(|| invalid(handle))? as usize;
+    let generation = (handle >> 32) as u32;
+    let (session, resume, capacity) = SESSIONS.with(|t| {
+        let mut t = t.try_borrow_mut().map_err(|_| busy())?;
+        match t.get_mut(index) {
+            Some(e) if e.generation == generation && e.running => Err(busy()),
+            Some(e) if e.generation == generation && e.session.is_some() => {
+                e.running = true;
+                let s = e.session.take().expect("checked above");
+                Ok((s, e.resume.take(), e.capacity))
+            }
+            _ => Err(invalid(handle)),
+        }
+    })?;
+    let mut driver = Driver::from_parts(TimerSource::from_session(session), resume);
+    let r = f(&mut driver, capacity);
+    let (source, resume) = driver.into_parts();
+    SESSIONS.with(|t| {
+        let mut t = t.borrow_mut();
+        let e = &mut t[index];
+        e.running = false;
+        e.resume = resume;
+        e.session = Some(source.into_session());
+    });
+    r
 }
 
 /// Starts a delivery session on runtime `rt` for the calling thread, receiving up to
@@ -116,13 +166,16 @@ pub unsafe extern "C" fn spot_session_new(
         let session = ffi.rt.session(capacity)?;
         let handle = SESSIONS.with(|t| {
             let mut t = t.try_borrow_mut().map_err(|_| busy())?;
-            let index = match t.iter().position(|e| e.session.is_none()) {
+            let index = match t.iter().position(|e| e.session.is_none() && !e.running) {
                 Some(i) => i,
                 None if t.len() < u32::MAX as usize - 1 => {
                     t.push(Entry {
                         generation: 0,
                         session: None,
                         records: Vec::new(),
+                        capacity: 0,
+                        resume: None,
+                        running: false,
                     });
                     t.len() - 1
                 }
@@ -136,6 +189,8 @@ pub unsafe extern "C" fn spot_session_new(
             let e = &mut t[index];
             e.generation = e.generation.wrapping_add(1).max(1);
             e.session = Some(session);
+            e.capacity = capacity;
+            e.resume = None;
             Ok((u64::from(e.generation) << 32) | (index as u64 + 1))
         })?;
         out.write(handle);

@@ -70,9 +70,11 @@ pub const SPOT_FIRST_DUE_DEFAULT: u64 = u64::MAX;
 /// reach each other over TCP); 2.4 `spot_session_batch` (a session's batch form); 2.5 the
 /// closing reasons SPOT_CLOSE_AUTHORITY_LOST and SPOT_CLOSE_CREATION_FAILED and
 /// `spot_node_stats::authority_lost` / `terms_renewed` (a node's term of authority); 2.6
-/// `spot_timer_rearm` (a re-registration naming the generation it replaces).
+/// `spot_timer_rearm` (a re-registration naming the generation it replaces); 2.7
+/// `spot_session_run` and `spot_node_run` (the delivery driver calling a host function per
+/// record), `struct spot_pass`, SPOT_RUN_KEEP and SPOT_RUN_STOP.
 #[allow(clippy::identity_op)] // spelled (major << 16) | minor, as hosts read it
-pub const SPOT_ABI_VERSION: u32 = (2 << 16) | 6;
+pub const SPOT_ABI_VERSION: u32 = (2 << 16) | 7;
 
 /// The outcome cell of a batch record whose outcome the host has not written yet.
 pub const SPOT_BATCH_PENDING: u32 = u32::MAX;
@@ -111,6 +113,40 @@ pub struct spot_batch {
     /// The number of records (0: none arrived within the timeout).
     pub count: usize,
 }
+
+/// What `spot_session_run` / `spot_node_run` did. Versioned: set `struct_size =
+/// sizeof(struct spot_pass)` before the call; the library writes the rest.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct spot_pass {
+    /// `sizeof(struct spot_pass)` as the host was built.
+    pub struct_size: u32,
+    /// 1 if the run function stopped the batch (SPOT_RUN_STOP): its rest waits for the
+    /// next run call.
+    pub stopped: u32,
+    /// Records the run function ran (kept ones included).
+    pub ran: usize,
+    /// Of those, the records it kept (SPOT_RUN_KEEP).
+    pub kept: usize,
+    /// Records whose start check failed right before their turn (completed NOT_STARTED,
+    /// never handed to the run function).
+    pub not_started: usize,
+    /// CANCEL_DONE records handed to the run function.
+    pub notices: usize,
+}
+
+/// A run function's answer: the record goes on after the call returned; the host completes
+/// it later by its token (the same value as SPOT_BATCH_KEPT).
+pub const SPOT_RUN_KEEP: u32 = u32::MAX - 1;
+/// A run function's answer, ORed with an outcome: the record ended so, and the rest of
+/// the batch waits for the next run call.
+pub const SPOT_RUN_STOP: u32 = 0x100;
+
+/// Runs one record of `spot_session_run` (a TICK whose start is already claimed, or a
+/// CANCEL_DONE record) and says how it went: SPOT_OUTCOME_*, SPOT_RUN_KEEP, or an outcome
+/// | SPOT_RUN_STOP. `record` is valid only during the call. Must not unwind.
+pub type spot_run_fn =
+    Option<unsafe extern "C" fn(env: *mut c_void, record: *const spot_record) -> u32>;
 
 /// A timer generation: a value, copy it freely. Generations are unique in the process,
 /// so a handle of another runtime is rejected, never misused. An ended generation keeps

@@ -129,8 +129,10 @@ impl SpotRecord {
             SpotRecord::Tick(t) => t.complete(outcome),
         }
     }
-    /// A copy without the message's bytes, to complete the record later (a kept record).
-    pub(crate) fn detached_copy(&self) -> SpotRecord {
+    /// A copy without the message's bytes, to complete the record later (a record a host
+    /// keeps past its handler's return): completing either completes the record; complete
+    /// it once.
+    pub fn detached_copy(&self) -> SpotRecord {
         match self {
             SpotRecord::Message(m) => SpotRecord::Message(MessageRecord {
                 burst: m.burst.clone(),

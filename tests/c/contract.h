@@ -6,5 +6,6 @@ void run_result_table_tests(void);
 void run_lifecycle_tests(void);
 void run_metrics_tests(void);
 void run_session_tests(void);
+void run_driver_tests(void);
 void run_store_etcd_tests(void);
 #endif

@@ -1,5 +1,5 @@
 /* The C test suite of libspot_timer: contract tests, bad-input tests, the shared result
- * table, the Spot lifecycle (L01-L16) and delivery sessions. */
+ * table, the Spot lifecycle (L01-L16), delivery sessions and the delivery driver. */
 #include "contract.h"
 #include "harness.h"
 
@@ -14,6 +14,7 @@ int main(void) {
     run_lifecycle_tests();
     run_metrics_tests();
     run_session_tests();
+    run_driver_tests();
     run_store_etcd_tests();
     return finish_tests();
 }

@@ -118,6 +118,10 @@ namespace SpotTimer.Interop
         public const uint BATCH_PENDING = uint.MaxValue;
         /// <summary><c>spot_batch::outcomes</c>: a record the host keeps and completes later itself with <c>spot_complete</c> (an asynchronous handler); the session never completes it.</summary>
         public const uint BATCH_KEPT = uint.MaxValue - 1;
+        /// <summary>A run function's answer (<c>spot_session_run</c>, <c>spot_node_run</c>): the record goes on after the call returned; the host completes it later by its token. The value of BATCH_KEPT.</summary>
+        public const uint RUN_KEEP = uint.MaxValue - 1;
+        /// <summary>A run function's answer, ORed with an outcome: the record ended so, and the rest of the batch waits for the next run call.</summary>
+        public const uint RUN_STOP = 0x100;
         // The Spot lifecycle (ABI 2.1).
         /// <summary><c>spot_node_record::kind</c>: a message sent to the Spot.</summary>
         public const uint WORK_MESSAGE = 0;
@@ -150,7 +154,7 @@ namespace SpotTimer.Interop
         /// <summary><c>spot_relocation_target::what</c>: an actor of the Entry Spot.</summary>
         public const uint TARGET_ENTRY_ACTOR = 1;
         /// <summary>The ABI version this binding is built against: (major &lt;&lt; 16) | minor.</summary>
-        public const uint ABI_VERSION = 0x00020006; // 2.6: spot_timer_rearm; 2.5: SPOT_CLOSE_AUTHORITY_LOST, SPOT_CLOSE_CREATION_FAILED, spot_node_stats.authority_lost / terms_renewed (2.4: spot_session_batch; 2.3: spot_node_config.listen, spot_node_address; 2.2: delivery sessions, the etcd store; 2.1: spot_runtime_close, the Spot lifecycle)
+        public const uint ABI_VERSION = 0x00020007; // 2.7: spot_session_run, spot_node_run, spot_pass, SPOT_RUN_KEEP / SPOT_RUN_STOP; 2.6: spot_timer_rearm; 2.5: SPOT_CLOSE_AUTHORITY_LOST, SPOT_CLOSE_CREATION_FAILED, spot_node_stats.authority_lost / terms_renewed (2.4: spot_session_batch; 2.3: spot_node_config.listen, spot_node_address; 2.2: delivery sessions, the etcd store; 2.1: spot_runtime_close, the Spot lifecycle)
     }
 
     /// <summary>A timer generation: a value, copy it freely. Generations are unique in the process, so a handle of another runtime is rejected, never misused. An ended generation keeps its result until its slot is reused by a later registration (slots rest in a queue first); after that its handle gives SPOT_E_STALE_TIMER.
@@ -287,6 +291,26 @@ namespace SpotTimer.Interop
         public IntPtr position;            // size_t *
         /// <summary>The number of records (0: none arrived within the timeout).</summary>
         public UIntPtr count;
+    }
+
+    /// <summary>What <c>spot_session_run</c> / <c>spot_node_run</c> did. Versioned: set <c>struct_size = sizeof(spot_pass)</c> before the call; the library writes the rest.
+    /// <para>Mirror of <c>struct spot_pass</c> (include/spot_timer.h).</para></summary>
+    [NativeStruct("spot_pass")]
+    [StructLayout(LayoutKind.Sequential)]
+    public struct spot_pass
+    {
+        /// <summary><c>sizeof(struct spot_pass)</c> as the host was built.</summary>
+        public uint struct_size;
+        /// <summary>1 if the run function stopped the batch (SPOT_RUN_STOP): its rest waits for the next run call.</summary>
+        public uint stopped;
+        /// <summary>Records the run function ran (kept ones included).</summary>
+        public UIntPtr ran;
+        /// <summary>Of those, the records it kept (SPOT_RUN_KEEP).</summary>
+        public UIntPtr kept;
+        /// <summary>Records whose start check failed right before their turn (completed NOT_STARTED, never handed to the run function).</summary>
+        public UIntPtr not_started;
+        /// <summary>CANCEL_DONE records handed to the run function.</summary>
+        public UIntPtr notices;
     }
 
     /// <summary>A snapshot of a runtime's counters (each field a counter unless marked as a gauge). Set <c>struct_size = sizeof(spot_stats)</c> before the call; the library fills the whole fields that fit in <c>min(struct_size, its size)</c> bytes and stores that number in <c>struct_size</c>. Fields are only ever appended: 1.0 ended at <c>gate_waits</c> (200 bytes, the smallest size accepted), 1.1 appended <c>ticks_due</c> and <c>ticks_discarded</c> (216), 2.0 <c>records_taken_back</c>, <c>records_abandoned</c> and <c>scheduler_wakes_by_hosts</c> (240).
@@ -568,6 +592,12 @@ namespace SpotTimer.Interop
     internal delegate void spot_finalizer_fn(IntPtr env);
 
     [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
+    internal unsafe delegate uint spot_run_fn(IntPtr env, spot_record* record);
+
+    [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
+    internal unsafe delegate uint spot_node_run_fn(IntPtr env, spot_node_record* record);
+
+    [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
     internal delegate int spot_release_fn(IntPtr user_data, IntPtr msg, UIntPtr msg_len);
 
     /// <summary>The raw entry points. Thread-safety and ownership as stated in the header.</summary>
@@ -587,7 +617,7 @@ namespace SpotTimer.Interop
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         public static extern UIntPtr spot_last_error(byte* buf, UIntPtr len);
 
-        /// <summary>The ABI version of the library: <c>(major &lt;&lt; 16) | minor</c>; this header is <c>SPOT_ABI_VERSION</c> (2.6). A host built against major M works with a library of the same major M and a minor &gt;= its own.
+        /// <summary>The ABI version of the library: <c>(major &lt;&lt; 16) | minor</c>; this header is <c>SPOT_ABI_VERSION</c> (2.7). A host built against major M works with a library of the same major M and a minor &gt;= its own.
         /// <para>Infallible. Thread-safe.</para></summary>
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         public static extern uint spot_abi_version();
@@ -703,6 +733,16 @@ namespace SpotTimer.Interop
         /// <para>Ownership: <c>*out_batch</c> points into the session (see <c>spot_batch</c>). Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT, SPOT_E_BAD_STRUCT_SIZE, SPOT_E_INVALID_ARGUMENT, SPOT_E_CLOSED (the runtime closed and the session holds nothing more).</para></summary>
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         public static extern int spot_session_batch(ulong session, long timeout_ns, spot_batch* out_batch);
+
+        /// <summary>Runs one batch of the calling thread's session through <c>run</c> (the core's delivery driver): receives (sending the previous batch's outcomes), then calls <c>run(env, record)</c> per record right after its start was claimed; a kept TICK (SPOT_RUN_KEEP) is completed later with <c>spot_complete</c>; after SPOT_RUN_STOP the next call hands out the rest first. <c>out_pass</c> may be NULL.
+        /// <para>Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT, SPOT_E_BAD_STRUCT_SIZE, SPOT_E_INVALID_ARGUMENT, SPOT_E_WOULD_DEADLOCK, SPOT_E_UNKNOWN_ENUM (an answer outside the contract), SPOT_E_CLOSED.</para></summary>
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern int spot_session_run(ulong session, long timeout_ns, IntPtr run, IntPtr env, spot_pass* out_pass);
+
+        /// <summary>Runs one batch of a node's Spot work through <c>run</c> (the core's delivery driver): receives up to <c>max</c> records, calls <c>run(env, record)</c> per record right after its start check, and sends the outcomes before returning; a kept record (SPOT_RUN_KEEP) is completed later with <c>spot_node_complete</c> and its token; after SPOT_RUN_STOP the next call hands out the rest first. <c>out_pass</c> may be NULL.
+        /// <para>Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT, SPOT_E_BAD_STRUCT_SIZE, SPOT_E_INVALID_ARGUMENT, SPOT_E_UNKNOWN_ENUM, SPOT_E_CLOSED.</para></summary>
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern int spot_node_run(ulong node, long timeout_ns, UIntPtr max, IntPtr run, IntPtr env, spot_pass* out_pass);
 
         /// <summary>Frees a session of the calling thread: the records it holds unread complete as not started, the outcomes of its last batch and its collected completions are sent.</summary>
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]

@@ -262,7 +262,7 @@ namespace SpotTimer.Tests
                     string expect = c.Contains("*") ? "ptr" : c.StartsWith("uint64_t") ? "u64" : c.StartsWith("int64_t") ? "i64"
                         : c.StartsWith("double ") ? "f64"
                         : c.StartsWith("uint32_t") ? "u32" : c.StartsWith("int32_t") || c.StartsWith("spot_status ") ? "i32" : c.StartsWith("size_t") ? "usize"
-                        : c.StartsWith("spot_timer ") ? "spot_timer" : c.StartsWith("spot_release_fn") ? "ptr" : "?" + c;
+                        : c.StartsWith("spot_timer ") ? "spot_timer" : Regex.IsMatch(c, @"^spot_\w+_fn\b") ? "ptr" : "?" + c;
                     string got = p.IsPointer || p == typeof(IntPtr) ? "ptr" : p == typeof(ulong) ? "u64" : p == typeof(long) ? "i64"
                         : p == typeof(double) ? "f64"
                         : p == typeof(uint) ? "u32" : p == typeof(int) ? "i32" : p == typeof(UIntPtr) ? "usize"

@@ -126,6 +126,21 @@ impl<S: Source> Driver<S> {
         self
     }
 
+    /// A driver over `source` that resumes a stopped batch at record `resume` (what
+    /// [`Driver::into_parts`] gave back).
+    pub fn from_parts(source: S, resume: Option<usize>) -> Self {
+        Self {
+            resume,
+            ..Self::new(source)
+        }
+    }
+
+    /// The source and where a stopped batch resumes, for a host that keeps them apart
+    /// between calls (the C ABI keeps a session in its table between driver calls).
+    pub fn into_parts(self) -> (S, Option<usize>) {
+        (self.source, self.resume)
+    }
+
     /// The source, for what the driver does not cover (its stats, its runtime).
     pub fn source(&self) -> &S {
         &self.source

@@ -26,6 +26,12 @@ impl<S: Source> Ticket<S> {
         let held = self.held.take().expect("a ticket completes once");
         self.completer.complete(held, outcome)
     }
+
+    /// What completes the record, for a host that completes it by other means (a C host,
+    /// by the record's token): the ticket no longer completes anything, dropped or not.
+    pub fn into_held(mut self) -> S::Held {
+        self.held.take().expect("a ticket completes once")
+    }
 }
 
 impl<S: Source> Drop for Ticket<S> {

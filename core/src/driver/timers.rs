@@ -24,6 +24,18 @@ impl<P: Clone + Send + Sync + 'static> TimerSource<P> {
     }
 }
 
+impl<P: Send + Sync + 'static> TimerSource<P> {
+    /// A source over a session the host already has.
+    pub fn from_session(session: DeliverySession<P>) -> Self {
+        Self { session }
+    }
+
+    /// The session back (its batch and collected completions with it).
+    pub fn into_session(self) -> DeliverySession<P> {
+        self.session
+    }
+}
+
 impl<P: Send + Sync + 'static> CompleteHeld<u64> for Completer<P> {
     type Error = Error;
     fn complete(&self, token: u64, outcome: Outcome) -> Result<()> {

@@ -148,21 +148,9 @@ namespace SpotTimer
     {
         readonly NodeSafeHandle _handle;
         readonly int _cap;
-        DispatchBuffers _spare;
         int _disposed;
         readonly object _eventLock = new object();
         EventHandler<SpotWorkFailedEventArgs> _failed;
-
-        sealed class DispatchBuffers
-        {
-            internal readonly spot_node_record[] Records;
-            internal readonly spot_node_completion[] Completions;
-            internal DispatchBuffers(int cap)
-            {
-                Records = new spot_node_record[cap];
-                Completions = new spot_node_completion[cap];
-            }
-        }
 
         /// <summary>Starts a node (spot_node_start) and creates its Entry Spot (the factory runs for
         /// it). Throws ArgumentNullException, ArgumentOutOfRangeException (BatchCapacity, a
@@ -571,18 +559,18 @@ namespace SpotTimer
 
         // ------------------------------------------------------------------ dispatch
 
-        /// <summary>Receives one batch of ready Spot work — messages and ticks together, one
-        /// spot_node_exchange, waiting up to <paramref name="timeout"/> (TimeSpan.Zero: do not
-        /// wait; Timeout.InfiniteTimeSpan: forever) — and runs <paramref name="handler"/> for each
-        /// record on the calling thread, in the batch's order (a Spot's messages in the order they
-        /// were admitted, run one after the other). Right before each handler the record is
-        /// claimed (spot_node_begin); a record whose Spot lost its authority meanwhile (closed,
-        /// moved, lease over) does not start and is completed NOT_STARTED. A handler that returns
-        /// completes its record OK; one that throws completes it FAILED and the exception is
-        /// reported through <see cref="HandlerFailed"/> — it is not rethrown, and the rest of the
-        /// batch runs. Every record is completed before Dispatch returns (one spot_node_complete),
-        /// so its lane reservation is back and its Spot is idle from then on. Returns the number
-        /// of records received (0 when nothing was ready).
+        /// <summary>Receives one batch of ready Spot work — messages and ticks together, waiting up
+        /// to <paramref name="timeout"/> (TimeSpan.Zero: do not wait; Timeout.InfiniteTimeSpan:
+        /// forever) — and runs <paramref name="handler"/> for each record on the calling thread, in
+        /// the batch's order (a Spot's messages in the order they were admitted, run one after the
+        /// other). One spot_node_run: the core's delivery driver claims each record right before
+        /// its handler; a record whose Spot lost its authority meanwhile (closed, moved, lease
+        /// over) does not start and is completed NOT_STARTED. A handler that returns completes its
+        /// record OK; one that throws completes it FAILED and the exception is reported through
+        /// <see cref="HandlerFailed"/> — it is not rethrown, and the rest of the batch runs. Every
+        /// record is completed before Dispatch returns, so its lane reservation is back and its
+        /// Spot is idle from then on. Returns the number of records received (0 when nothing was
+        /// ready).
         ///
         /// The handler may call the node (send, create, close other Spots, Dispose). Several
         /// threads may dispatch at once; each record goes to one of them. On a manual clock,
@@ -592,89 +580,90 @@ namespace SpotTimer
             if (handler == null) throw new ArgumentNullException("handler");
             long ns = Durations.TimeoutNs(timeout, "timeout");
             ThrowIfDisposed();
-            var buf = Interlocked.Exchange(ref _spare, null) ?? new DispatchBuffers(_cap);
-            try { return DispatchWith(buf, handler, ns); }
-            finally { Volatile.Write(ref _spare, buf); }
+            return DispatchWith(handler, ns);
         }
 
-        unsafe int DispatchWith(DispatchBuffers buf, Action<SpotWork> handler, long timeoutNs)
+        /// <summary>One Dispatch call's state, reached from the run function through a GCHandle.</summary>
+        sealed class DispatchCall
         {
-            var recs = buf.Records;
-            var comps = buf.Completions;
-            UIntPtr got;
+            internal Node Node;
+            internal Action<SpotWork> Handler;
+            internal List<SpotWorkFailedEventArgs> Failed;
+            internal Exception Error;
+            /// <summary>A reference on the node handle, taken when the first record runs: a Dispose
+            /// from a handler frees the node once the batch's outcomes are back.</summary>
+            internal bool Added;
+        }
+
+        // One delegate for every node: kept alive here, its pointer handed to spot_node_run.
+        static readonly unsafe spot_node_run_fn s_run = RunOne;
+        static readonly IntPtr s_runPtr = Marshal.GetFunctionPointerForDelegate(s_run);
+
+        unsafe int DispatchWith(Action<SpotWork> handler, long timeoutNs)
+        {
+            var call = new DispatchCall { Node = this, Handler = handler };
+            var env = GCHandle.Alloc(call);
+            var pass = new spot_pass();
+            pass.struct_size = (uint)sizeof(spot_pass);
             int s;
-            // The raw id, not ref-counted: a Dispose on another thread frees the node at once,
-            // which wakes this wait (SPOT_E_CLOSED / SPOT_E_INVALID_HANDLE) instead of waiting for it.
-            fixed (spot_node_record* p = recs)
-                s = Native.spot_node_exchange(_handle.Id, null, UIntPtr.Zero, p, (UIntPtr)recs.Length, timeoutNs, &got);
-            Check(s);
-            int n = (int)(ulong)got;
-            if (n == 0) return 0;
-            // From here the records' payloads (owned by the native node until completion) are
-            // read: the node must not be freed before the completions went back.
-            bool added = false;
-            try { _handle.DangerousAddRef(ref added); }
-            catch (ObjectDisposedException)
-            {
-                throw new ObjectDisposedException("SpotTimer.Node",
-                    "the node was disposed while its batch was handed over; the batch ended with it");
-            }
-            List<SpotWorkFailedEventArgs> failed = null;
-            Exception error = null;
+            string msg = null;
             try
             {
-                ulong id = _handle.Id;
-                for (int i = 0; i < n; i++)
-                {
-                    uint outcome = C.OUTCOME_NOT_STARTED;
-                    try
-                    {
-                        // Disposed by a handler of this batch: the rest does not start.
-                        if (!IsDisposed)
-                        {
-                            int b = Native.spot_node_begin(id, recs[i].token);
-                            if (b == 0)
-                            {
-                                var work = new SpotWork(ref recs[i], CopyPayload(ref recs[i]));
-                                try
-                                {
-                                    handler(work);
-                                    outcome = C.OUTCOME_OK;
-                                }
-                                catch (Exception e)
-                                {
-                                    outcome = C.OUTCOME_FAILED;
-                                    if (failed == null) failed = new List<SpotWorkFailedEventArgs>();
-                                    failed.Add(new SpotWorkFailedEventArgs(work, e));
-                                }
-                            }
-                            else if (b != (int)SpotStatus.StaleRoute && error == null)
-                            {
-                                error = SpotTimerException.From(b, Native.LastError());
-                            }
-                        }
-                    }
-                    catch (Exception e)
-                    {
-                        if (error == null) error = e; // a binding failure (e.g. out of memory copying)
-                    }
-                    comps[i].token = recs[i].token;
-                    comps[i].outcome = outcome;
-                    comps[i].reserved = 0;
-                }
-                int c;
-                fixed (spot_node_completion* p = comps)
-                    c = Native.spot_node_complete(id, p, (UIntPtr)n);
-                if (c != 0 && error == null) error = SpotTimerException.From(c, Native.LastError());
+                // The raw id, not ref-counted while it waits: a Dispose on another thread frees the
+                // node at once, which wakes this wait (SPOT_E_CLOSED / SPOT_E_INVALID_HANDLE).
+                s = Native.spot_node_run(_handle.Id, timeoutNs, (UIntPtr)_cap, s_runPtr, GCHandle.ToIntPtr(env), &pass);
+                if (s != 0) msg = Native.LastError();
             }
             finally
             {
+                env.Free();
                 // A Dispose during the batch frees the node here, on this thread.
-                if (added) _handle.DangerousRelease();
+                if (call.Added) _handle.DangerousRelease();
             }
-            if (failed != null) RaiseFailed(failed);
-            if (error != null) throw error;
-            return n;
+            if (call.Failed != null) RaiseFailed(call.Failed);
+            if (s != 0)
+            {
+                // Disposed by a handler of this batch: the batch ended with it, no error.
+                if (call.Added && IsDisposed) { }
+                else if (IsDisposed && (s == (int)SpotStatus.InvalidHandle || s == (int)SpotStatus.Closed))
+                    throw new ObjectDisposedException("SpotTimer.Node", msg);
+                else throw SpotTimerException.From(s, msg);
+            }
+            if (call.Error != null) throw call.Error;
+            return (int)((ulong)pass.ran + (ulong)pass.not_started);
+        }
+
+        /// <summary>The run function: one record through the handler. No exception leaves it.</summary>
+        static unsafe uint RunOne(IntPtr env, spot_node_record* r)
+        {
+            DispatchCall call = null;
+            try
+            {
+                call = (DispatchCall)GCHandle.FromIntPtr(env).Target;
+                Node node = call.Node;
+                // Disposed before or by a handler of this batch: the rest does not start.
+                if (node.IsDisposed) return C.OUTCOME_NOT_STARTED;
+                if (!call.Added) node._handle.DangerousAddRef(ref call.Added);
+                var work = new SpotWork(ref *r, CopyPayload(ref *r));
+                try
+                {
+                    call.Handler(work);
+                    return C.OUTCOME_OK;
+                }
+                catch (Exception e)
+                {
+                    if (call.Failed == null) call.Failed = new List<SpotWorkFailedEventArgs>();
+                    call.Failed.Add(new SpotWorkFailedEventArgs(work, e));
+                    return C.OUTCOME_FAILED;
+                }
+            }
+            catch (Exception e)
+            {
+                // A binding failure (out of memory copying, the handle disposed): the record does
+                // not start, the error goes to the caller.
+                if (call != null && call.Error == null && !(e is ObjectDisposedException)) call.Error = e;
+                return C.OUTCOME_NOT_STARTED;
+            }
         }
 
         static unsafe byte[] CopyPayload(ref spot_node_record r)
