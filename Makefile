@@ -36,6 +36,8 @@ lint: $(RUST_TOOLS)
 	python3 tests/module_cycles.py core/src ffi/src lifecycle/src lifecycle-etcd/src
 	python3 tests/readme_commands.py --self-test
 	python3 tests/readme_commands.py
+	python3 tests/readme_commands.py ffi/README.md
+	python3 tests/readme_commands.py bindings/dotnet/README.md
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps --workspace --quiet

@@ -12,7 +12,6 @@ CBINDGEN_STAMP := $(TOOLS)/.cbindgen-$(CBINDGEN_VERSION)
 C_BUILD := $(BUILD)/c
 C_LIB := $(C_BUILD)/lib
 CARGO_TARGET_DIR ?= $(ROOT)/target
-FFI_VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' $(ROOT)/Cargo.toml | head -1)
 # The shared library's SONAME is libspot_timer.so.<ABI major> (ffi/build.rs); installed as
 # libspot_timer.so.<major>.<minor>.0 with the usual .so.<major> and .so links.
 ABI_MAJOR := $(shell sed -n 's/^\#define SPOT_ABI_VERSION ((\([0-9]*\) << 16) | \([0-9]*\))/\1/p' $(ROOT)/include/spot_timer.h)
@@ -127,6 +126,12 @@ test-c: c-deps header-check ffi-lib
 	$(T) $(C_BUILD)/cmake-consumer/consumer_c | tail -1
 	$(T) $(C_BUILD)/cmake-consumer/consumer_cpp | tail -1
 	readelf -d $(C_BUILD)/cmake-consumer/consumer_c | grep -q 'Shared library: \[$(SONAME)\]'
+	@echo "== pkg-config and CMake package versions agree with the header ($(ABI_MAJOR).$(ABI_MINOR).0)"
+	test "$$(PKG_CONFIG_PATH=$(C_BUILD)/prefix/lib/pkgconfig pkg-config --modversion spot_timer)" = "$(ABI_MAJOR).$(ABI_MINOR).0"
+	grep -q 'set(PACKAGE_VERSION "$(ABI_MAJOR).$(ABI_MINOR).0")' $(C_BUILD)/prefix/lib/cmake/spot_timer/spot_timerConfigVersion.cmake
+	@echo "== the install recipe of ffi/README.md, as written"
+	python3 tests/doc_scripts.py --self-test
+	python3 tests/doc_scripts.py ffi/README.md
 	@echo "test-c: all C suites passed"
 
 # `examples` may gain prerequisites from other areas too: this rule adds ours, no recipe.
@@ -146,7 +151,7 @@ install: ffi-lib
 	install -m 755 $(C_LIB)/libspot_timer.so $(DESTDIR)$(PREFIX)/lib/$(SONAME).$(ABI_MINOR).0
 	ln -sf $(SONAME).$(ABI_MINOR).0 $(DESTDIR)$(PREFIX)/lib/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(PREFIX)/lib/libspot_timer.so
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(FFI_VERSION)|' ffi/spot_timer.pc.in \
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(ABI_MAJOR).$(ABI_MINOR).0|' ffi/spot_timer.pc.in \
 	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/spot_timer.pc
 	install -d $(DESTDIR)$(PREFIX)/lib/cmake/spot_timer
 	sed -e 's|@SONAME_MAJOR@|$(ABI_MAJOR)|g' ffi/cmake/spot_timerConfig.cmake \
@@ -154,4 +159,4 @@ install: ffi-lib
 	sed -e 's|@ABI_VERSION@|$(ABI_MAJOR).$(ABI_MINOR).0|g' -e 's|@ABI_MAJOR@|$(ABI_MAJOR)|g' \
 	  ffi/cmake/spot_timerConfigVersion.cmake \
 	  > $(DESTDIR)$(PREFIX)/lib/cmake/spot_timer/spot_timerConfigVersion.cmake
-	@echo "installed spot_timer $(FFI_VERSION) to $(DESTDIR)$(PREFIX)"
+	@echo "installed spot_timer $(ABI_MAJOR).$(ABI_MINOR).0 (the C ABI's version) to $(DESTDIR)$(PREFIX)"

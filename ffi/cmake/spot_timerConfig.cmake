@@ -1,7 +1,7 @@
 # CMake package of libspot_timer, installed by `make install` as
 # <prefix>/lib/cmake/spot_timer/spot_timerConfig.cmake:
 #
-#   find_package(spot_timer 2.2 CONFIG REQUIRED)
+#   find_package(spot_timer 2.0 CONFIG REQUIRED)   # the C ABI's version: same major, minor not newer
 #   target_link_libraries(app PRIVATE spot_timer::spot_timer)          # shared
 #   target_link_libraries(app PRIVATE spot_timer::spot_timer_static)   # static
 #
