@@ -114,7 +114,8 @@ pub(crate) fn with_driver<R>(
         }
     })?;
     let mut driver = Driver::from_parts(TimerSource::from_session(session), resume);
-    let r = f(&mut driver, capacity);
+    // The session goes back whatever happens in `f` (a panic continues after it).
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&mut driver, capacity)));
     let (source, resume) = driver.into_parts();
     SESSIONS.with(|t| {
         let mut t = t.borrow_mut();
@@ -123,7 +124,7 @@ pub(crate) fn with_driver<R>(
         e.resume = resume;
         e.session = Some(source.into_session());
     });
-    r
+    r.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
 }
 
 /// Starts a delivery session on runtime `rt` for the calling thread, receiving up to
