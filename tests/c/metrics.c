@@ -1,4 +1,5 @@
 /* The runtime's lateness quantiles and its Prometheus exposition through the C ABI. */
+#include <stddef.h>
 #include <stdlib.h>
 
 #include "contract.h"
@@ -77,7 +78,28 @@ static void metrics_prometheus_exposition_parses(void) {
     CHECK_ST(spot_prometheus(rt, NULL, small, sizeof small, &len), SPOT_E_INVALID_HANDLE);
 }
 
+/* One schema: every stats field of the core is exposed (spot_prometheus writes the core's
+ * own list) and has its place in struct spot_stats. A field added in Rust only makes the
+ * two counts differ. */
+static void metrics_every_core_stats_field_is_in_struct_spot_stats(void) {
+    uint64_t rt = manual_runtime();
+    size_t len = 0;
+    char probe[8];
+    CHECK_OK(spot_prometheus(rt, "x", probe, sizeof probe, &len));
+    char *buf = malloc(len + 1);
+    CHECK_OK(spot_prometheus(rt, "x", buf, len + 1, &len));
+    size_t families = 0;
+    for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
+        if (strncmp(line, "# TYPE x_", 9) == 0 && strncmp(line, "# TYPE x_lateness_seconds ", 26) != 0) families++;
+    }
+    free(buf);
+    size_t fields = (sizeof(struct spot_stats) - offsetof(struct spot_stats, scheduler_threads)) / sizeof(uint64_t);
+    CHECK_EQ_U64(families, fields);
+    CHECK_OK(spot_runtime_free(rt));
+}
+
 void run_metrics_tests(void) {
+    RUN(metrics_every_core_stats_field_is_in_struct_spot_stats);
     RUN(metrics_lateness_quantile_is_hand_over_minus_due);
     RUN(metrics_prometheus_exposition_parses);
 }

@@ -21,6 +21,36 @@ namespace SpotTimer.Tests
             return string.Join(" ", parts);
         }
 
+        /// <summary>One schema: the core's list of stats fields (what <c>Prometheus</c> writes) is
+        /// <c>spot_stats</c>'s fields and RuntimeStats's counters. A field
+        /// added in Rust only fails here.</summary>
+        [Test, Timeout(30000)]
+        public void EveryCoreStatsField_IsInSpotStats_AndInRuntimeStats()
+        {
+            var core = new List<string>();
+            using (var rt = Runtime.CreateManual())
+            {
+                foreach (var line in rt.Prometheus("x").Split('\n'))
+                {
+                    if (!line.StartsWith("# TYPE x_") || line.StartsWith("# TYPE x_lateness_seconds ")) continue;
+                    string[] parts = line.Split(' ');
+                    string name = parts[2].Substring(2);
+                    if (parts[3] == "counter" && name.EndsWith("_total")) name = name.Substring(0, name.Length - 6);
+                    core.Add(name);
+                }
+            }
+            Assert.Greater(core.Count, 20);
+            var mirrored = new List<string>();
+            foreach (var f in typeof(spot_stats).GetFields(System.Reflection.BindingFlags.Instance | System.Reflection.BindingFlags.Public))
+                if (f.Name != "struct_size" && f.Name != "reserved") mirrored.Add(f.Name);
+            // (spot_stats keeps the ABI's append order, the core its own: compared as sets.)
+            core.Sort(StringComparer.Ordinal);
+            mirrored.Sort(StringComparer.Ordinal);
+            CollectionAssert.AreEqual(core, mirrored, "spot_stats fields vs the core's stats list");
+            int managed = typeof(RuntimeStats).GetFields(System.Reflection.BindingFlags.Instance | System.Reflection.BindingFlags.Public).Length;
+            Assert.AreEqual(core.Count + 1, managed, "RuntimeStats: every core field, and ManagedTransitions");
+        }
+
         [Test]
         public void AbiVersion_IsTheOneThisBindingMirrors()
         {
