@@ -1,8 +1,7 @@
-//! The README's Rust loop, compiled and run: a user copying it as a template gets a loop
-//! that stops, hands back its last completions, and can then cancel with a blocking call
-//! (which returns `WouldDeadlock` if a completion is never handed back). The test also
-//! checks that every line of the README's snippet is still a line of this file, so the
-//! two cannot drift apart.
+//! The README's Rust loop, compiled and run: a user copying it as a template gets a
+//! delivery driver and a host that stop, hand back their last outcomes, and can then
+//! cancel with a blocking call. The test also checks that every line of the README's
+//! snippet is still a line of this file, so the two cannot drift apart.
 
 use spot_timer_core::*;
 
@@ -11,30 +10,29 @@ fn readme_loop() -> Result<EndReason> {
     // ---- the README snippet, line for line ----
     use std::time::Duration;
     use spot_timer_core::*;
+    use spot_timer_core::driver::{Driver, Host, TimerSource, Verdict};
 
     let rt: Runtime<&str> = Runtime::new(RuntimeConfig::default())?;          // real clock
     let owner = rt.acquire_owner(42, OwnerOptions::lease(Duration::from_secs(5)))?;
     let timer = owner.register(1, TimerSpec::every(Duration::from_millis(100))
             .policy(OverrunPolicy::CatchUpBounded).max_catch_up_ticks(3), "tick!", None)?;
 
-    let (mut batch, mut done) = (Vec::new(), Vec::new());
-    let mut ticks = 0;
-    while ticks < 5 {
-        rt.exchange(&done, &mut batch, 1024, Some(Duration::from_millis(50)))?;  // one crossing
-        done.clear();
-        for rec in batch.drain(..) {
-            if let Record::Tick(t) = rec {
-                if rt.begin(&t) {                       // T1/T2/T6 re-check right before start
-                    println!("{} {:?}", t.payload(), t.tick());
-                    ticks += 1;
-                    done.push(t.complete(Outcome::Ok));
-                } else {
-                    done.push(t.complete(Outcome::NotStarted));
-                }
+    struct Print(u32);                        // a host: run one record, say how it went
+    impl Host<TimerSource<&'static str>> for Print {
+        fn run(&mut self, rec: &Record<&'static str>) -> Verdict {
+            if let Record::Tick(t) = rec {   // its start is already claimed (T1/T2/T6)
+                println!("{} {:?}", t.payload(), t.tick());
+                self.0 += 1;
             }
+            Verdict::Done(Outcome::Ok)
         }
     }
-    rt.complete(&done)?;                                 // hand back the last completions
+    let mut driver = Driver::new(TimerSource::new(&rt, 1024)?);  // this thread's delivery
+    let mut host = Print(0);
+    while host.0 < 5 {
+        driver.deliver(&mut host, Some(Duration::from_millis(50)), 1024)?;  // one exchange per batch
+    }
+    driver.flush()?;                                     // hand back the last outcomes
     let reason = timer.cancel(Some(Duration::from_secs(1)))?;  // EndReason::Cancelled
     // ---- end of the snippet ----
     Ok(reason)
