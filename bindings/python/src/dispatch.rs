@@ -13,7 +13,7 @@ use parking_lot::Mutex;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyList, PyTuple};
+use pyo3::types::PyList;
 
 use spot_timer_core::driver::{Driver, Host, Pass, Ticket, TimerSource, Verdict};
 use spot_timer_core::{Error, Outcome, Record};
@@ -88,7 +88,38 @@ impl PyTick {
     }
 }
 
-pub type PumpResult<'py> = Option<(usize, Option<Bound<'py, PyList>>, usize)>;
+/// What one pump did (`None` instead once the runtime closed).
+pub type PumpResult = Option<PyPass>;
+
+/// What one pump did, and what Python must do next: start the coroutines of kept records
+/// (asyncio mode) and resolve the awaited cancels whose notices came.
+#[pyclass(module = "spot_timer._native", name = "Pass", frozen)]
+pub struct PyPass {
+    /// Records handled (run, not started, or notices).
+    #[pyo3(get)]
+    ran: usize,
+    /// Outcomes written and not sent yet (they go with the next pump).
+    #[pyo3(get)]
+    pending: usize,
+    /// `Kept` records whose coroutine is to be started.
+    #[pyo3(get)]
+    coroutines: Py<PyList>,
+    /// `Notice`s of cancels a task awaits.
+    #[pyo3(get)]
+    notices: Py<PyList>,
+}
+
+/// A cancel's notice: the tag it was asked with and the generation's end result.
+#[pyclass(module = "spot_timer._native", name = "Notice", frozen)]
+pub struct PyNotice {
+    #[pyo3(get)]
+    tag: u64,
+    /// True: `value` is the end reason; false: the cleanup failure.
+    #[pyo3(get)]
+    ok: bool,
+    #[pyo3(get)]
+    value: Py<PyAny>,
+}
 
 /// The dispatcher thread's handle (holds no Python objects).
 #[pyclass(module = "spot_timer._native", name = "Dispatcher", frozen)]
@@ -107,7 +138,7 @@ impl NativeDispatcher {
         flush: bool,
         window_ns: u64,
         budget_ns: u64,
-    ) -> PyResult<PumpResult<'py>> {
+    ) -> PyResult<PumpResult> {
         let limits = Limits {
             max_records,
             window_ns,
@@ -276,7 +307,7 @@ pub fn pump<'py>(
     timeout_ns: Option<u64>,
     limits: Limits,
     flush: bool,
-) -> PyResult<PumpResult<'py>> {
+) -> PyResult<PumpResult> {
     let capacity = limits.max_records.max(1);
     // With several dispatchers a worker takes one record at a time, so that a handler that
     // blocks holds up nothing but its own worker.
@@ -328,7 +359,7 @@ fn run_batch<'py>(
     max_records: usize,
     allow_coroutines: bool,
     flush: bool,
-) -> PyResult<PumpResult<'py>> {
+) -> PyResult<PumpResult> {
     let deadline = timeout_ns.map(|t| Instant::now() + Duration::from_nanos(t));
     loop {
         let wait = record_wait(&inner.rt, deadline);
@@ -368,12 +399,18 @@ fn run_batch<'py>(
         py,
         inner,
         allow_coroutines,
-        extras: None,
+        coroutines: PyList::empty(py),
+        notices: PyList::empty(py),
         coroutine: None,
         fatal: None,
     };
     let pass = driver.run(&mut host);
-    let PyTimerHost { extras, fatal, .. } = host;
+    let PyTimerHost {
+        coroutines,
+        notices: notice_list,
+        fatal,
+        ..
+    } = host;
     if let Some(e) = fatal {
         return Err(e);
     }
@@ -393,7 +430,12 @@ fn run_batch<'py>(
     } else {
         ran - held + not_started
     };
-    Ok(Some((ran + not_started + notices, extras, pending)))
+    Ok(Some(PyPass {
+        ran: ran + not_started + notices,
+        pending,
+        coroutines: coroutines.unbind(),
+        notices: notice_list.unbind(),
+    }))
 }
 
 /// A coroutine handler's record, kept until the coroutine ends (asyncio mode).
@@ -402,6 +444,12 @@ pub struct PyKept {
     ticket: Mutex<Option<Ticket<TimerSource<u64>>>>,
     generation: u64,
     inner: Weak<Inner>,
+    /// The coroutine the handler returned.
+    #[pyo3(get)]
+    coro: Py<PyAny>,
+    /// Its tick (for the exception handler).
+    #[pyo3(get)]
+    tick: Py<PyTick>,
 }
 
 #[pymethods]
@@ -426,7 +474,8 @@ struct PyTimerHost<'a, 'py> {
     py: Python<'py>,
     inner: &'a Arc<Inner>,
     allow_coroutines: bool,
-    extras: Option<Bound<'py, PyList>>,
+    coroutines: Bound<'py, PyList>,
+    notices: Bound<'py, PyList>,
     /// The coroutine a handler returned and its tick, until the driver hands its ticket.
     coroutine: Option<(Bound<'py, PyAny>, Bound<'py, PyTick>)>,
     /// KeyboardInterrupt, SystemExit, or an error building the call: propagates.
@@ -451,15 +500,14 @@ impl Host<TimerSource<u64>> for PyTimerHost<'_, '_> {
         let Record::Tick(t) = record else { return };
         let generation = t.timer_id().generation();
         self.inner.async_inflight.lock().insert(generation);
-        let py = self.py;
         let kept = PyKept {
             ticket: Mutex::new(Some(ticket)),
             generation,
             inner: Arc::downgrade(self.inner),
+            coro: coro.unbind(),
+            tick: tick.unbind(),
         };
-        let item =
-            Bound::new(py, kept).and_then(|k| (0u8, k, generation, coro, tick).into_pyobject(py));
-        if let Err(e) = item.and_then(|i| self.extras_list().append(i)) {
+        if let Err(e) = Bound::new(self.py, kept).and_then(|k| self.coroutines.append(k)) {
             self.fatal.get_or_insert(e);
         }
     }
@@ -469,29 +517,20 @@ impl Host<TimerSource<u64>> for PyTimerHost<'_, '_> {
             return;
         };
         let py = self.py;
-        let item = end_result_tuple(py, n.result.clone()).and_then(|res| {
-            PyTuple::new(
-                py,
-                [
-                    1u8.into_pyobject(py)?.into_any(),
-                    n.tag.into_pyobject(py)?.into_any(),
-                    res.get_item(0)?,
-                    res.get_item(1)?,
-                ],
-            )
+        let notice = end_result_tuple(py, n.result.clone()).and_then(|res| {
+            Ok(PyNotice {
+                tag: n.tag,
+                ok: res.get_item(0)?.is_truthy()?,
+                value: res.get_item(1)?.unbind(),
+            })
         });
-        if let Err(e) = item.and_then(|i| self.extras_list().append(i)) {
+        if let Err(e) = notice.and_then(|n| self.notices.append(Bound::new(py, n)?)) {
             self.fatal.get_or_insert(e);
         }
     }
 }
 
-impl<'py> PyTimerHost<'_, 'py> {
-    fn extras_list(&mut self) -> &Bound<'py, PyList> {
-        let py = self.py;
-        self.extras.get_or_insert_with(|| PyList::empty(py))
-    }
-
+impl PyTimerHost<'_, '_> {
     fn run_one(&mut self, record: &Record<u64>) -> PyResult<Verdict> {
         let py = self.py;
         let inner = self.inner;

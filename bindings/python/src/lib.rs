@@ -38,6 +38,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<dispatch::NativeDispatcher>()?;
     m.add_class::<dispatch::PyTick>()?;
     m.add_class::<dispatch::PyKept>()?;
+    m.add_class::<dispatch::PyPass>()?;
+    m.add_class::<dispatch::PyNotice>()?;
     m.add_function(wrap_pyfunction!(host::configure, m)?)?;
     m.add("MODE_MANUAL", inner::MODE_MANUAL)?;
     m.add("MODE_THREAD", inner::MODE_THREAD)?;

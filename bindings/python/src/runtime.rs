@@ -217,7 +217,7 @@ impl NativeRuntime {
         flush: bool,
         window_ns: u64,
         budget_ns: u64,
-    ) -> PyResult<PumpResult<'py>> {
+    ) -> PyResult<PumpResult> {
         let limits = crate::dispatch::Limits {
             max_records,
             window_ns,

@@ -534,9 +534,8 @@ class Runtime:
             r = self._native.pump(timeout_ns, self._max_batch, False, 0, self._budget_ns)
             if r is None:
                 break
-            n, extras, pending = r
-            if extras:
-                self._handle_extras(extras)
+            self._after_pump(r)
+            n, pending = r.ran, r.pending
             total += n
             timeout_ns = 0
             if n == 0 and pending == 0:
@@ -549,9 +548,8 @@ class Runtime:
                 r = self._native.pump(0, self._max_batch, False, 0, self._budget_ns)
                 if r is None:
                     break
-                n, extras, pending = r
-                if extras:
-                    self._handle_extras(extras)
+                self._after_pump(r)
+                n, pending = r.ran, r.pending
                 total += n
                 if n == 0 and pending == 0:
                     break
@@ -565,9 +563,7 @@ class Runtime:
         if r is None:
             self._detach_loop()
             return
-        n, extras, _pending = r
-        if extras:
-            self._handle_extras(extras)
+        self._after_pump(r)
 
     def _kick(self) -> None:
         """asyncio mode: makes sure a pump runs soon (completions or backlog waiting)."""
@@ -583,19 +579,19 @@ class Runtime:
         except RuntimeError:  # loop closed
             self._pump_scheduled = False
 
-    def _handle_extras(self, extras: Any) -> None:
-        for item in extras:
-            if item[0] == 0:
-                _kind, kept, _generation, coro, tick = item
-                self._start_coroutine(kept, coro, tick)
-            else:
-                _kind, tag, ok, value = item
-                self._resolve_tag(tag, ok, value)
+    def _after_pump(self, r: Any) -> None:
+        """What a pump leaves to Python: the coroutines of kept records to start (asyncio
+        mode), the awaited cancels whose notices came."""
+        for kept in r.coroutines:
+            self._start_coroutine(kept)
+        for n in r.notices:
+            self._resolve_tag(n.tag, n.ok, n.value)
 
-    def _start_coroutine(self, kept: Any, coro: Any, tick: "Tick") -> None:
+    def _start_coroutine(self, kept: Any) -> None:
         loop = self._loop
         assert loop is not None
-        task = asyncio.ensure_future(coro, loop=loop)
+        task = asyncio.ensure_future(kept.coro, loop=loop)
+        tick = kept.tick
 
         def done(t: "asyncio.Future[Any]") -> None:
             ok = True
@@ -827,11 +823,10 @@ def _dispatcher_main(
             continue
         if r is None:
             return
-        extras = r[1]
-        if extras:
+        if r.coroutines or r.notices:
             rt = rt_ref()
             if rt is not None:
-                rt._handle_extras(extras)
+                rt._after_pump(r)
 
 
 _live_runtimes: "weakref.WeakSet[Runtime]" = weakref.WeakSet()

@@ -15,6 +15,8 @@ __all__ = [
     "Dispatcher",
     "Tick",
     "Kept",
+    "Pass",
+    "Notice",
     "configure",
     "MODE_MANUAL",
     "MODE_THREAD",
@@ -52,10 +54,34 @@ class ManualClock:
     def advance(self, ns: int) -> None: ...
     def now_ns(self) -> int: ...
 
-_PumpResult = Optional[Tuple[int, Optional[List[Any]], int]]
+@final
+class Notice:
+    @property
+    def tag(self) -> int: ...
+    @property
+    def ok(self) -> bool: ...
+    @property
+    def value(self) -> Any: ...
+
+@final
+class Pass:
+    @property
+    def ran(self) -> int: ...
+    @property
+    def pending(self) -> int: ...
+    @property
+    def coroutines(self) -> List[Kept]: ...
+    @property
+    def notices(self) -> List[Notice]: ...
+
+_PumpResult = Optional[Pass]
 
 @final
 class Kept:
+    @property
+    def coro(self) -> Any: ...
+    @property
+    def tick(self) -> Tick: ...
     def complete(self, ok: bool) -> None: ...
 
 @final
