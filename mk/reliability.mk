@@ -71,12 +71,13 @@ ifeq ($(REL_NIGHTLY),yes)
 	# A real runtime (scheduler thread, manual clock) under Miri: records outliving their
 	# runtime, generations, concurrent cancels with a failing release hook, a delivery
 	# session helping a blocking cancel (its thread-local pointer to the unread records and to
-	# the cells of the batch it handed out), a re-registration in place.
+	# the cells of the batch it handed out), a re-registration in place, the delivery driver
+	# (outcomes, a stop, a panicking handler caught and resumed, notices, blocking cancels).
 	MIRIFLAGS=-Zmiri-disable-isolation $(REL_T) $(REL_MIRI_LIMIT) \
 	  $(CARGO) +nightly miri test -p spot-timer-core --test miri_record_lifetime --test contract \
-	  --test delivery_session --test rearm_in_place \
+	  --test delivery_session --test rearm_in_place --test driver \
 	  -- record_outlives_its_runtime contract_01 contract_03 a_blocking_cancel dropping_a_session a_batch \
-	  rearm_in_place_on_a_manual_clock 2>&1 | tee $(REL_BUILD)/miri-runtime.log \
+	  rearm_in_place_on_a_manual_clock every_outcome a_stop_keeps a_panicking a_cancel_notice 2>&1 | tee $(REL_BUILD)/miri-runtime.log \
 	  | grep -E '^test |test result'; exit $${PIPESTATUS[0]}
 	MIRIFLAGS=-Zmiri-disable-isolation $(REL_T) $(REL_MIRI_LIMIT) \
 	  $(CARGO) +nightly miri test -p spot-timer-ffi --no-default-features --lib --test miri_boundary --test fuzz_replay 2>&1 \
