@@ -21,7 +21,9 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <exception>
 #include <optional>
+#include <type_traits>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -427,7 +429,38 @@ public:
     // Completes the TICK the last next() handed out.
     void done(Outcome outcome) { check(spot_session_done(h_, static_cast<uint32_t>(outcome))); }
 
+    // One batch through the core's delivery driver (spot_session_run): `f(const spot_record&)`
+    // runs each record right after its start was claimed and returns how it went (an
+    // Outcome; a CANCEL_DONE record's answer is ignored). An exception out of `f` completes
+    // its record FAILED, keeps the rest of the batch for the next run() and is rethrown
+    // after the call. Returns what the call did.
+    template <class F>
+    spot_pass run(F &&f, std::optional<nanoseconds> timeout) {
+        RunEnv<std::remove_reference_t<F>> env{&f, nullptr};
+        spot_pass pass{};
+        pass.struct_size = sizeof pass;
+        spot_status st = spot_session_run(h_, timeout_ns(timeout), &run_one<std::remove_reference_t<F>>, &env, &pass);
+        if (env.error) std::rethrow_exception(env.error);
+        check(st);
+        return pass;
+    }
+
 private:
+    template <class F>
+    struct RunEnv {
+        F *f;
+        std::exception_ptr error;
+    };
+    template <class F>
+    static uint32_t run_one(void *p, const spot_record *r) noexcept {
+        auto *env = static_cast<RunEnv<F> *>(p);
+        try {
+            return static_cast<uint32_t>(static_cast<Outcome>((*env->f)(*r)));
+        } catch (...) {
+            env->error = std::current_exception();
+            return SPOT_OUTCOME_FAILED | SPOT_RUN_STOP;
+        }
+    }
     uint64_t h_ = 0;
 };
 

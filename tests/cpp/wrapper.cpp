@@ -6,6 +6,8 @@
 #include <cstring>
 #include <functional>
 
+#include <stdexcept>
+
 #include "spot_timer.hpp"
 
 using namespace std::chrono_literals;
@@ -83,6 +85,39 @@ int main() {
         EXPECT(!session.next(0ns).has_value());
         expect_error("done without a tick", SPOT_E_INVALID_ARGUMENT, "no tick in progress",
                      [&] { session.done(spot::Outcome::Ok); });
+    }
+    {
+        // The driver: a callable per record, an exception stops the batch and is rethrown,
+        // the rest runs at the next run().
+        auto o3 = rt.acquire(3, std::nullopt, spot::Gate::Concurrent);
+        spot::Timer a = o3.register_timer(1, spot::TimerSpec::every(10ms));
+        spot::Timer b = o3.register_timer(2, spot::TimerSpec::every(10ms));
+        spot::Timer c = o3.register_timer(3, spot::TimerSpec::every(10ms));
+        spot::Session session(rt, 16);
+        rt.advance(10ms);
+        int calls = 0;
+        bool threw = false;
+        try {
+            session.run([&](const spot_record &r) {
+                EXPECT(r.kind == SPOT_RECORD_TICK);
+                if (++calls == 1) throw std::runtime_error("first handler");
+                return spot::Outcome::Ok;
+            }, 0ns);
+        } catch (const std::runtime_error &) {
+            threw = true;
+        }
+        EXPECT(threw && calls == 1);
+        spot_pass p = session.run([&](const spot_record &) { ++calls; return spot::Outcome::Ok; }, 0ns);
+        EXPECT(p.ran == 2 && calls == 3);
+        // The stopped batch's outcomes (one FAILED, two OK) go with the next receive.
+        auto before = rt.stats();
+        session.run([](const spot_record &) { return spot::Outcome::Ok; }, 0ns);
+        auto after = rt.stats();
+        EXPECT(after.completed_failed == before.completed_failed + 1);
+        EXPECT(after.completed_ok == before.completed_ok + 2);
+        EXPECT(a.cancel(5s) == spot::EndReason::Cancelled);
+        EXPECT(b.cancel(5s) == spot::EndReason::Cancelled);
+        EXPECT(c.cancel(5s) == spot::EndReason::Cancelled);
     }
     if (failures) {
         std::fprintf(stderr, "C++ wrapper tests: %d failed\n", failures);
