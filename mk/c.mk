@@ -93,8 +93,8 @@ test-c: c-deps header-check ffi-lib
 	@! g++ $(CXX_FLAGS) -fsyntax-only tests/cpp/discard_timer.cpp 2>/dev/null
 	@echo "== C tests, ASan/UBSan, static library";  $(T) $(C_BUILD)/tests_asan_static
 	@echo "== C tests, ASan/UBSan, shared library";  $(T) $(C_BUILD)/tests_asan_shared
-	@echo "== C tests, valgrind, static library";    $(T) $(VALGRIND) $(C_BUILD)/tests_static
-	@echo "== C tests, valgrind, shared library";    $(T) $(VALGRIND) $(C_BUILD)/tests_shared
+	@echo "== C tests, valgrind, static library";    SPOT_C_RACE_ROUNDS=10 $(T) $(VALGRIND) $(C_BUILD)/tests_static
+	@echo "== C tests, valgrind, shared library";    SPOT_C_RACE_ROUNDS=10 $(T) $(VALGRIND) $(C_BUILD)/tests_shared
 	@echo "== SIGSTOP lease test, ASan, static";     $(T) $(C_BUILD)/lease_asan_static
 	@echo "== SIGSTOP lease test, ASan, shared";     $(T) $(C_BUILD)/lease_asan_shared
 	@echo "== SIGSTOP lease test, valgrind (x5 durations)"; $(T) $(VALGRIND) $(C_BUILD)/lease_static 5
