@@ -3,40 +3,12 @@
 //! sent with the next exchange, and help for a blocking cancel made on the session's
 //! thread, which must never wait for a record only that thread would complete.
 
+mod common;
+
 use std::time::Duration;
 
+use common::{concurrent_timers_every_10ms, ms, records_finished};
 use spot_timer_core::*;
-
-fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
-
-fn finished(s: &Stats) -> u64 {
-    s.completed_ok + s.completed_failed + s.completed_deferred + s.not_started + s.records_abandoned
-}
-
-/// A manual runtime with one concurrent owner and `n` timers every 10 ms (keys 0..n), all
-/// due at 10 ms.
-fn setup(n: u64) -> (Runtime<u32>, ManualClock, Vec<TimerId>) {
-    let (rt, clock) = Runtime::<u32>::manual().unwrap();
-    let owner = rt
-        .acquire_owner(
-            1,
-            OwnerOptions {
-                gate: GateMode::Concurrent,
-                ..OwnerOptions::default()
-            },
-        )
-        .unwrap();
-    let ids = (0..n)
-        .map(|k| {
-            owner
-                .register_id(k, TimerSpec::every(ms(10)), k as u32, None)
-                .unwrap()
-        })
-        .collect();
-    (rt, clock, ids)
-}
 
 fn tick(r: Record<u32>) -> TickRecord<u32> {
     match r {
@@ -47,7 +19,7 @@ fn tick(r: Record<u32>) -> TickRecord<u32> {
 
 #[test]
 fn hands_out_each_record_once_and_sends_completions_with_the_next_exchange() {
-    let (rt, clock, _ids) = setup(3);
+    let (rt, clock, _ids) = concurrent_timers_every_10ms(3);
     let mut s = rt.session(16).unwrap();
     assert!(
         s.next(Some(Duration::ZERO)).unwrap().is_none(),
@@ -65,12 +37,12 @@ fn hands_out_each_record_once_and_sends_completions_with_the_next_exchange() {
     // The completions went back with the exchange that found nothing more.
     let st = rt.stats();
     assert_eq!(st.completed_ok, 3, "{st:?}");
-    assert_eq!(st.records_published, finished(&st));
+    assert_eq!(st.records_published, records_finished(&st));
 }
 
 #[test]
 fn next_before_done_and_done_without_a_tick_are_refused() {
-    let (rt, clock, _ids) = setup(2);
+    let (rt, clock, _ids) = concurrent_timers_every_10ms(2);
     let mut s = rt.session(16).unwrap();
     assert!(matches!(
         s.done(Outcome::Ok),
@@ -90,13 +62,13 @@ fn next_before_done_and_done_without_a_tick_are_refused() {
 
 #[test]
 fn a_zero_capacity_session_is_refused() {
-    let (rt, _clock, _ids) = setup(0);
+    let (rt, _clock, _ids) = concurrent_timers_every_10ms(0);
     assert!(matches!(rt.session(0), Err(Error::InvalidArgument(_))));
 }
 
 #[test]
 fn a_record_that_went_stale_before_its_turn_is_completed_as_not_started() {
-    let (rt, clock, ids) = setup(2);
+    let (rt, clock, ids) = concurrent_timers_every_10ms(2);
     let mut s = rt.session(16).unwrap();
     clock.advance(ms(10));
     rt.sync().unwrap();
@@ -121,12 +93,12 @@ fn a_record_that_went_stale_before_its_turn_is_completed_as_not_started() {
     );
     let st = rt.stats();
     assert_eq!(st.not_started, 1, "{st:?}");
-    assert_eq!(st.records_published, finished(&st));
+    assert_eq!(st.records_published, records_finished(&st));
 }
 
 #[test]
 fn a_blocking_cancel_from_a_handler_of_a_record_later_in_the_batch_does_not_wait() {
-    let (rt, clock, ids) = setup(2);
+    let (rt, clock, ids) = concurrent_timers_every_10ms(2);
     let mut s = rt.session(16).unwrap();
     clock.advance(ms(10));
     rt.sync().unwrap();
@@ -149,12 +121,12 @@ fn a_blocking_cancel_from_a_handler_of_a_record_later_in_the_batch_does_not_wait
     );
     let st = rt.stats();
     assert_eq!((st.completed_ok, st.not_started), (1, 1), "{st:?}");
-    assert_eq!(st.records_published, finished(&st));
+    assert_eq!(st.records_published, records_finished(&st));
 }
 
 #[test]
 fn a_blocking_cancel_after_done_does_not_wait_for_the_unsent_completion() {
-    let (rt, clock, ids) = setup(1);
+    let (rt, clock, ids) = concurrent_timers_every_10ms(1);
     let mut s = rt.session(16).unwrap();
     clock.advance(ms(10));
     rt.sync().unwrap();
@@ -171,7 +143,7 @@ fn a_blocking_cancel_after_done_does_not_wait_for_the_unsent_completion() {
 
 #[test]
 fn a_blocking_cancel_of_the_running_handler_itself_would_deadlock() {
-    let (rt, clock, ids) = setup(1);
+    let (rt, clock, ids) = concurrent_timers_every_10ms(1);
     let mut s = rt.session(16).unwrap();
     clock.advance(ms(10));
     rt.sync().unwrap();
@@ -185,7 +157,7 @@ fn a_blocking_cancel_of_the_running_handler_itself_would_deadlock() {
 
 #[test]
 fn dropping_a_session_completes_what_it_held() {
-    let (rt, clock, _ids) = setup(3);
+    let (rt, clock, _ids) = concurrent_timers_every_10ms(3);
     let mut s = rt.session(16).unwrap();
     clock.advance(ms(10));
     rt.sync().unwrap();
@@ -205,7 +177,7 @@ fn dropping_a_session_completes_what_it_held() {
     assert_eq!(timers.len(), 3, "every timer is delivered again");
     drop(s);
     let st = rt.stats();
-    assert_eq!(st.records_published, finished(&st), "{st:?}");
+    assert_eq!(st.records_published, records_finished(&st), "{st:?}");
 }
 
 #[test]
@@ -227,7 +199,7 @@ fn write(b: &Batch<'_, u32>, i: usize, o: Outcome) {
 
 #[test]
 fn a_batch_hands_out_every_record_and_its_outcomes_are_sent_with_the_next_batch() {
-    let (rt, clock, _ids) = setup(3);
+    let (rt, clock, _ids) = concurrent_timers_every_10ms(3);
     let mut s = rt.session(16).unwrap();
     assert!(s.batch(Some(Duration::ZERO)).unwrap().records.is_empty());
     clock.advance(ms(10));
@@ -260,12 +232,12 @@ fn a_batch_hands_out_every_record_and_its_outcomes_are_sent_with_the_next_batch(
         (2, 1, 1),
         "{st:?}"
     );
-    assert_eq!(st.records_published, finished(&st));
+    assert_eq!(st.records_published, records_finished(&st));
 }
 
 #[test]
 fn a_blocking_cancel_from_a_batch_handler_completes_a_later_record_and_sends_earlier_ones() {
-    let (rt, clock, ids) = setup(3);
+    let (rt, clock, ids) = concurrent_timers_every_10ms(3);
     let mut s = rt.session(16).unwrap();
     clock.advance(ms(10));
     rt.sync().unwrap();
@@ -306,7 +278,7 @@ fn a_blocking_cancel_from_a_batch_handler_completes_a_later_record_and_sends_ear
     assert_eq!((st.completed_ok, st.not_started), (2, 1), "{st:?}");
     assert_eq!(
         st.records_published,
-        finished(&st),
+        records_finished(&st),
         "nothing completed twice"
     );
     assert_eq!(rt.stats().invalid_completions, 0);
@@ -315,7 +287,7 @@ fn a_blocking_cancel_from_a_batch_handler_completes_a_later_record_and_sends_ear
 
 #[test]
 fn a_batch_cell_with_no_outcome_in_it_completes_as_not_started() {
-    let (rt, clock, _ids) = setup(2);
+    let (rt, clock, _ids) = concurrent_timers_every_10ms(2);
     let mut s = rt.session(16).unwrap();
     clock.advance(ms(10));
     rt.sync().unwrap();
@@ -329,7 +301,7 @@ fn a_batch_cell_with_no_outcome_in_it_completes_as_not_started() {
 
 #[test]
 fn one_at_a_time_and_batches_mix_on_one_session() {
-    let (rt, clock, _ids) = setup(3);
+    let (rt, clock, _ids) = concurrent_timers_every_10ms(3);
     let mut s = rt.session(16).unwrap();
     clock.advance(ms(10));
     rt.sync().unwrap();
@@ -353,7 +325,7 @@ fn one_at_a_time_and_batches_mix_on_one_session() {
 
 #[test]
 fn a_batch_record_the_host_keeps_is_completed_by_the_host_not_the_session() {
-    let (rt, clock, ids) = setup(2);
+    let (rt, clock, ids) = concurrent_timers_every_10ms(2);
     let mut s = rt.session(16).unwrap();
     clock.advance(ms(10));
     rt.sync().unwrap();
@@ -387,7 +359,7 @@ fn a_batch_record_the_host_keeps_is_completed_by_the_host_not_the_session() {
 
 #[test]
 fn batch_max_takes_at_most_max_records_and_leaves_the_rest_ready() {
-    let (rt, clock, _ids) = setup(5);
+    let (rt, clock, _ids) = concurrent_timers_every_10ms(5);
     let mut s = rt.session(16).unwrap();
     clock.advance(ms(10));
     rt.sync().unwrap();
@@ -406,7 +378,7 @@ fn batch_max_takes_at_most_max_records_and_leaves_the_rest_ready() {
     assert!(s.batch(Some(Duration::ZERO)).unwrap().records.is_empty());
     let st = rt.stats();
     assert_eq!(st.completed_ok, 5, "{st:?}");
-    assert_eq!(st.records_published, finished(&st));
+    assert_eq!(st.records_published, records_finished(&st));
 }
 
 #[test]
@@ -441,7 +413,7 @@ fn batch_window_adds_records_that_came_due_within_the_window() {
 
 #[test]
 fn flush_sends_the_outcomes_of_the_batch_without_receiving() {
-    let (rt, clock, _ids) = setup(2);
+    let (rt, clock, _ids) = concurrent_timers_every_10ms(2);
     let mut s = rt.session(16).unwrap();
     clock.advance(ms(10));
     rt.sync().unwrap();

@@ -3,52 +3,24 @@
 //! Every test checks the identity "every record published was completed once"
 //! (`records_published == finished`) after its runtime closed.
 
+mod common;
+
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
+use common::{concurrent_timers_every_10ms, ms, records_finished};
 use spot_timer_core::driver::{Budget, Driver, Host, Pass, Ticket, TimerSource, Verdict};
 use spot_timer_core::*;
 
 type Src = TimerSource<u32>;
 
-fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
-
-fn finished(s: &Stats) -> u64 {
-    s.completed_ok + s.completed_failed + s.completed_deferred + s.not_started + s.records_abandoned
-}
-
 fn assert_accounted(rt: &Runtime<u32>) {
     let st = rt.stats();
-    assert_eq!(st.records_published, finished(&st), "{st:?}");
+    assert_eq!(st.records_published, records_finished(&st), "{st:?}");
     assert_eq!(st.invalid_completions, 0, "{st:?}");
-}
-
-/// A manual runtime with one concurrent owner and `n` timers every 10 ms (keys 0..n,
-/// payload = key), all due at 10 ms.
-fn setup(n: u64) -> (Runtime<u32>, ManualClock, Vec<TimerId>) {
-    let (rt, clock) = Runtime::<u32>::manual().unwrap();
-    let owner = rt
-        .acquire_owner(
-            1,
-            OwnerOptions {
-                gate: GateMode::Concurrent,
-                ..OwnerOptions::default()
-            },
-        )
-        .unwrap();
-    let ids = (0..n)
-        .map(|k| {
-            owner
-                .register_id(k, TimerSpec::every(ms(10)), k as u32, None)
-                .unwrap()
-        })
-        .collect();
-    (rt, clock, ids)
 }
 
 fn due(rt: &Runtime<u32>, clock: &ManualClock) {
@@ -99,7 +71,7 @@ fn driver(rt: &Runtime<u32>, capacity: usize) -> Driver<Src> {
 
 #[test]
 fn every_outcome_the_host_reports_is_the_one_the_runtime_counts() {
-    let (rt, clock, _ids) = setup(4);
+    let (rt, clock, _ids) = concurrent_timers_every_10ms(4);
     let mut d = driver(&rt, 16);
     due(&rt, &clock);
     let mut host = Scripted::new(|r| match payload(r) {
@@ -131,7 +103,7 @@ fn every_outcome_the_host_reports_is_the_one_the_runtime_counts() {
 
 #[test]
 fn nothing_due_is_an_empty_pass_and_a_closed_runtime_is_the_closed_error() {
-    let (rt, _clock, _ids) = setup(1);
+    let (rt, _clock, _ids) = concurrent_timers_every_10ms(1);
     let mut d = driver(&rt, 16);
     let mut host = Scripted::new(|_| panic!("nothing is due"));
     assert_eq!(
@@ -147,7 +119,7 @@ fn nothing_due_is_an_empty_pass_and_a_closed_runtime_is_the_closed_error() {
 
 #[test]
 fn a_record_cancelled_by_an_earlier_handler_of_the_batch_never_reaches_the_host() {
-    let (rt, clock, ids) = setup(2);
+    let (rt, clock, ids) = concurrent_timers_every_10ms(2);
     let mut d = driver(&rt, 16);
     due(&rt, &clock);
     let mut ran = Vec::new();
@@ -169,7 +141,7 @@ fn a_record_cancelled_by_an_earlier_handler_of_the_batch_never_reaches_the_host(
 
 #[test]
 fn a_blocking_cancel_inside_a_handler_of_a_later_record_does_not_wait_for_this_thread() {
-    let (rt, clock, ids) = setup(3);
+    let (rt, clock, ids) = concurrent_timers_every_10ms(3);
     let mut d = driver(&rt, 16);
     due(&rt, &clock);
     let mut ran = Vec::new();
@@ -201,7 +173,7 @@ fn a_blocking_cancel_inside_a_handler_of_a_later_record_does_not_wait_for_this_t
 
 #[test]
 fn a_blocking_cancel_of_the_running_handler_itself_reports_would_deadlock_and_still_cancels() {
-    let (rt, clock, ids) = setup(1);
+    let (rt, clock, ids) = concurrent_timers_every_10ms(1);
     let mut d = driver(&rt, 16);
     due(&rt, &clock);
     let mut got = None;
@@ -220,7 +192,7 @@ fn a_blocking_cancel_of_the_running_handler_itself_reports_would_deadlock_and_st
 
 #[test]
 fn a_kept_record_is_completed_by_its_ticket_from_another_thread_and_a_cancel_waits_for_it() {
-    let (rt, clock, ids) = setup(1);
+    let (rt, clock, ids) = concurrent_timers_every_10ms(1);
     let mut d = driver(&rt, 16);
     due(&rt, &clock);
     let mut host = Scripted::new(|_| Verdict::Held);
@@ -252,7 +224,7 @@ fn a_kept_record_is_completed_by_its_ticket_from_another_thread_and_a_cancel_wai
 
 #[test]
 fn a_ticket_dropped_without_an_outcome_completes_its_record_failed() {
-    let (rt, clock, _ids) = setup(1);
+    let (rt, clock, _ids) = concurrent_timers_every_10ms(1);
     let mut d = driver(&rt, 16);
     due(&rt, &clock);
     let mut host = Scripted::new(|_| Verdict::Held);
@@ -266,7 +238,7 @@ fn a_ticket_dropped_without_an_outcome_completes_its_record_failed() {
 
 #[test]
 fn a_ticket_completed_after_the_close_answers_closed_and_its_record_is_accounted() {
-    let (rt, clock, _ids) = setup(2);
+    let (rt, clock, _ids) = concurrent_timers_every_10ms(2);
     let mut d = driver(&rt, 16);
     due(&rt, &clock);
     let mut host = Scripted::new(|_| Verdict::Held);
@@ -290,7 +262,7 @@ fn a_ticket_completed_after_the_close_answers_closed_and_its_record_is_accounted
 
 #[test]
 fn a_stop_keeps_the_rest_of_the_batch_and_the_next_receive_hands_it_out_without_an_exchange() {
-    let (rt, clock, _ids) = setup(4);
+    let (rt, clock, _ids) = concurrent_timers_every_10ms(4);
     let mut d = driver(&rt, 16);
     due(&rt, &clock);
     let mut seen = Vec::new();
@@ -326,7 +298,7 @@ fn a_stop_keeps_the_rest_of_the_batch_and_the_next_receive_hands_it_out_without_
 
 #[test]
 fn a_panicking_handler_fails_its_record_keeps_the_rest_and_the_driver_goes_on() {
-    let (rt, clock, _ids) = setup(3);
+    let (rt, clock, _ids) = concurrent_timers_every_10ms(3);
     let mut d = driver(&rt, 16);
     due(&rt, &clock);
     let calls = AtomicUsize::new(0);
@@ -353,7 +325,7 @@ fn a_panicking_handler_fails_its_record_keeps_the_rest_and_the_driver_goes_on() 
 
 #[test]
 fn dropping_a_driver_with_a_stopped_batch_completes_the_rest_as_not_started() {
-    let (rt, clock, _ids) = setup(3);
+    let (rt, clock, _ids) = concurrent_timers_every_10ms(3);
     let mut d = driver(&rt, 16);
     due(&rt, &clock);
     let mut host = Scripted::new(|_| Verdict::Stop(Outcome::Ok));
@@ -367,7 +339,7 @@ fn dropping_a_driver_with_a_stopped_batch_completes_the_rest_as_not_started() {
 
 #[test]
 fn a_cancel_notice_reaches_the_host_as_a_notice_and_is_never_run() {
-    let (rt, clock, ids) = setup(1);
+    let (rt, clock, ids) = concurrent_timers_every_10ms(1);
     let mut d = driver(&rt, 16);
     due(&rt, &clock);
     let mut host = Scripted::new(|_| Verdict::Held);
@@ -394,7 +366,7 @@ fn a_cancel_notice_reaches_the_host_as_a_notice_and_is_never_run() {
 
 #[test]
 fn a_budget_takes_fewer_records_once_handlers_are_measured_slow() {
-    let (rt, clock, _ids) = setup(40);
+    let (rt, clock, _ids) = concurrent_timers_every_10ms(40);
     let budget = Arc::new(Budget::new(ms(20)));
     let mut d = driver(&rt, 64).with_budget(budget.clone());
     due(&rt, &clock);

@@ -12,6 +12,35 @@ pub fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
+/// The right side of the record identity: every record published ends in one of these
+/// (`records_published == records_finished(&stats)` once every generation has ended).
+pub fn records_finished(s: &Stats) -> u64 {
+    s.completed_ok + s.completed_failed + s.completed_deferred + s.not_started + s.records_abandoned
+}
+
+/// A manual runtime with one concurrent owner (id 1) and `n` timers every 10 ms (keys
+/// 0..n, payload = key), all due at 10 ms.
+pub fn concurrent_timers_every_10ms(n: u64) -> (Runtime<u32>, ManualClock, Vec<TimerId>) {
+    let (rt, clock) = Runtime::<u32>::manual().unwrap();
+    let owner = rt
+        .acquire_owner(
+            1,
+            OwnerOptions {
+                gate: GateMode::Concurrent,
+                ..OwnerOptions::default()
+            },
+        )
+        .unwrap();
+    let ids = (0..n)
+        .map(|k| {
+            owner
+                .register_id(k, TimerSpec::every(ms(10)), k as u32, None)
+                .unwrap()
+        })
+        .collect();
+    (rt, clock, ids)
+}
+
 pub struct Host {
     pub rt: Runtime<u32>,
     pub clock: ManualClock,
