@@ -284,9 +284,11 @@ extern "C" {
  * `spot_node_stats::authority_lost` / `terms_renewed` (a node's term of authority); 2.6
  * `spot_timer_rearm` (a re-registration naming the generation it replaces); 2.7
  * `spot_session_run` and `spot_node_run` (the delivery driver calling a host function per
- * record), `struct spot_pass`, SPOT_RUN_KEEP and SPOT_RUN_STOP.
+ * record), `struct spot_pass`, SPOT_RUN_KEEP and SPOT_RUN_STOP; 2.8
+ * `spot_end_reason_name`, `spot_close_reason_name` and `spot_node_prometheus` (the
+ * schema every binding is checked against).
  */
-#define SPOT_ABI_VERSION ((2 << 16) | 7)
+#define SPOT_ABI_VERSION ((2 << 16) | 8)
 
 /**
  * The outcome cell of a batch record whose outcome the host has not written yet.
@@ -1407,6 +1409,23 @@ spot_status spot_prometheus(uint64_t rt,
                             size_t *out_len);
 
 /**
+ * Writes the Prometheus text exposition (format 0.0.4) of node `node`'s counters (the
+ * fields of `struct spot_node_stats`, each marked gauge or counter; counters end in
+ * `_total`) to `buf`, NUL-terminated, every name prefixed with `prefix` (NULL:
+ * "spot_node"). `*out_len` receives the text's full length without the NUL: when it is
+ * `>= cap` the text was cut; call again with a larger buffer. Also after the node shut
+ * down, until `spot_node_free`.
+ *
+ * Thread-safe. Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT,
+ * SPOT_E_INVALID_ARGUMENT (prefix not a valid metric name, cap 0).
+ */
+spot_status spot_node_prometheus(uint64_t node,
+                                 const char *prefix,
+                                 char *buf,
+                                 size_t cap,
+                                 size_t *out_len);
+
+/**
  * Starts a node on `store` (0: a private embedded store) and creates its Entry Spot.
  * With `cfg->listen` ("IP:PORT"; NULL or "": none) the node serves the nodes of other
  * processes over TCP on that address and records the address bound in the store.
@@ -1715,7 +1734,7 @@ spot_status spot_node_run(uint64_t node,
 
 /**
  * The ABI version of the library: `(major << 16) | minor`; this header is
- * `SPOT_ABI_VERSION` (2.7). A host built against major M works with a library of the
+ * `SPOT_ABI_VERSION` (2.8). A host built against major M works with a library of the
  * same major M and a minor >= its own.
  *
  * Infallible. Thread-safe.
@@ -1800,6 +1819,23 @@ spot_status spot_now(uint64_t rt, uint64_t *out_ns);
  * SPOT_E_BAD_STRUCT_SIZE.
  */
 spot_status spot_stats(uint64_t rt, struct spot_stats *out);
+
+/**
+ * The name of an end reason (`SPOT_END_*`) as a static NUL-terminated string
+ * ("SPOT_END_CANCELLED"); "SPOT_END_UNKNOWN" for a value this version does not know.
+ *
+ * Infallible. The string is static: never free it. Thread-safe.
+ */
+const char *spot_end_reason_name(uint32_t reason);
+
+/**
+ * The name of a closing reason (`SPOT_CLOSE_*`) as a static NUL-terminated string
+ * ("SPOT_CLOSE_IDLE_EVICTED"); "SPOT_CLOSE_UNKNOWN" for a value this version does not
+ * know.
+ *
+ * Infallible. The string is static: never free it. Thread-safe.
+ */
+const char *spot_close_reason_name(uint32_t reason);
 
 /**
  * Starts a delivery session on runtime `rt` for the calling thread, receiving up to

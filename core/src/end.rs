@@ -21,8 +21,37 @@ pub enum EndReason {
 }
 
 impl EndReason {
+    /// Every end reason, in the order of their codes: the one list the bindings' enums
+    /// and the C ABI's `SPOT_END_*` are checked against.
+    pub const ALL: [EndReason; 6] = [
+        Self::Cancelled,
+        Self::Superseded,
+        Self::Completed,
+        Self::LeaseExpired,
+        Self::Revoked,
+        Self::RuntimeClosed,
+    ];
+
+    /// Its number (the bindings' enums and the C ABI carry the same).
+    pub fn code(self) -> u8 {
+        self as u8
+    }
+
+    /// Its name in upper snake case (`"LEASE_EXPIRED"`), as every binding spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Cancelled => "CANCELLED",
+            Self::Superseded => "SUPERSEDED",
+            Self::Completed => "COMPLETED",
+            Self::LeaseExpired => "LEASE_EXPIRED",
+            Self::Revoked => "REVOKED",
+            Self::RuntimeClosed => "RUNTIME_CLOSED",
+        }
+    }
+
+    /// The end reason of number `code`, if there is one.
     #[inline]
-    pub(crate) fn from_code(code: u8) -> Option<Self> {
+    pub fn from_code(code: u8) -> Option<Self> {
         Some(match code {
             0 => Self::Cancelled,
             1 => Self::Superseded,
@@ -38,3 +67,17 @@ impl EndReason {
 /// The terminal result of a generation: an end reason, or `Error::CleanupFailed` when the
 /// release hook failed. Every caller sees the same value.
 pub type EndResult = Result<EndReason, Error>;
+
+#[cfg(test)]
+mod tests {
+    use super::EndReason;
+
+    #[test]
+    fn all_lists_every_code_once_in_order() {
+        for (i, r) in EndReason::ALL.iter().enumerate() {
+            assert_eq!(r.code() as usize, i);
+            assert_eq!(EndReason::from_code(i as u8), Some(*r));
+        }
+        assert_eq!(EndReason::from_code(EndReason::ALL.len() as u8), None);
+    }
+}

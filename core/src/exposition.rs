@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use crate::lateness::Lateness;
-use crate::metric::MetricKind;
+use crate::metric::write_prometheus;
 use crate::stats::Stats;
 
 /// The Prometheus text exposition of `stats` and `lateness`, every name prefixed with
@@ -12,14 +12,7 @@ use crate::stats::Stats;
 /// seconds (`<prefix>_lateness_seconds`).
 pub(crate) fn prometheus(stats: &Stats, lateness: &Lateness, prefix: &str) -> String {
     let mut out = String::with_capacity(4096);
-    for m in stats.metrics() {
-        let (name, kind) = match m.kind {
-            MetricKind::Counter => (format!("{prefix}_{}_total", m.name), "counter"),
-            MetricKind::Gauge => (format!("{prefix}_{}", m.name), "gauge"),
-        };
-        let _ = writeln!(out, "# TYPE {name} {kind}");
-        let _ = writeln!(out, "{name} {}", m.value);
-    }
+    write_prometheus(&mut out, &stats.metrics(), prefix);
     let h = format!("{prefix}_lateness_seconds");
     let _ = writeln!(
         out,

@@ -79,7 +79,7 @@ pub use end::{EndReason, EndResult};
 pub use error::{Error, Result};
 pub use hash::{U64Hasher, U64Hashing};
 pub use lateness::{Lateness, LatenessBucket};
-pub use metric::{Metric, MetricKind};
+pub use metric::{is_metric_prefix, write_prometheus, Metric, MetricKind};
 pub use owner::gate::GateMode;
 pub use owner::OwnerId;
 pub use policy::OverrunPolicy;

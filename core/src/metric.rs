@@ -20,3 +20,26 @@ pub struct Metric {
     /// Its value.
     pub value: u64,
 }
+
+/// Writes `metrics` in the Prometheus text format (0.0.4), every name prefixed with
+/// `prefix`: a gauge as `<prefix>_<name>`, a counter as `<prefix>_<name>_total`.
+pub fn write_prometheus(out: &mut String, metrics: &[Metric], prefix: &str) {
+    use std::fmt::Write;
+    for m in metrics {
+        let (suffix, kind) = match m.kind {
+            MetricKind::Counter => ("_total", "counter"),
+            MetricKind::Gauge => ("", "gauge"),
+        };
+        let _ = writeln!(out, "# TYPE {prefix}_{}{suffix} {kind}", m.name);
+        let _ = writeln!(out, "{prefix}_{}{suffix} {}", m.name, m.value);
+    }
+}
+
+/// Whether `prefix` may start a Prometheus metric name (`[a-zA-Z_][a-zA-Z0-9_]*`).
+pub fn is_metric_prefix(prefix: &str) -> bool {
+    !prefix.is_empty()
+        && prefix
+            .chars()
+            .enumerate()
+            .all(|(i, c)| c.is_ascii_alphabetic() || c == '_' || (i > 0 && c.is_ascii_digit()))
+}

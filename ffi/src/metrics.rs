@@ -3,8 +3,11 @@
 
 use std::ffi::{c_char, CStr};
 
-use crate::boundary::{boundary, Failure, Out, TextOut};
+use spot_timer_core::is_metric_prefix;
+
+use crate::boundary::{boundary, Failure, FfiResult, Out, TextOut};
 use crate::handles;
+use crate::node::NODES;
 use crate::status::*;
 
 /// Writes the quantile `q` (0..=1) of how late records were handed to the host (hand-over
@@ -52,23 +55,51 @@ pub unsafe extern "C" fn spot_prometheus(
 ) -> spot_status {
     boundary("spot_prometheus", || {
         let out = TextOut::new(buf, cap, out_len)?;
-        let prefix = if prefix.is_null() {
-            "spot_timer".to_string()
-        } else {
-            CStr::from_ptr(prefix).to_string_lossy().into_owned()
-        };
-        let valid = prefix
-            .chars()
-            .enumerate()
-            .all(|(i, c)| c.is_ascii_alphabetic() || c == '_' || (i > 0 && c.is_ascii_digit()));
-        if prefix.is_empty() || !valid {
-            return Err(Failure::new(
-                SPOT_E_INVALID_ARGUMENT,
-                format!("prefix {prefix:?} is not a metric name ([a-zA-Z_][a-zA-Z0-9_]*)"),
-            ));
-        }
+        let prefix = metric_prefix(prefix, "spot_timer")?;
         let ffi = handles::get(rt)?;
         out.write(&ffi.rt.prometheus(&prefix));
+        Ok(())
+    })
+}
+
+/// The prefix a host passed (NULL: `default`), checked to start a metric name.
+unsafe fn metric_prefix(prefix: *const c_char, default: &str) -> FfiResult<String> {
+    let prefix = if prefix.is_null() {
+        default.to_string()
+    } else {
+        CStr::from_ptr(prefix).to_string_lossy().into_owned()
+    };
+    if !is_metric_prefix(&prefix) {
+        return Err(Failure::new(
+            SPOT_E_INVALID_ARGUMENT,
+            format!("prefix {prefix:?} is not a metric name ([a-zA-Z_][a-zA-Z0-9_]*)"),
+        ));
+    }
+    Ok(prefix)
+}
+
+/// Writes the Prometheus text exposition (format 0.0.4) of node `node`'s counters (the
+/// fields of `struct spot_node_stats`, each marked gauge or counter; counters end in
+/// `_total`) to `buf`, NUL-terminated, every name prefixed with `prefix` (NULL:
+/// "spot_node"). `*out_len` receives the text's full length without the NUL: when it is
+/// `>= cap` the text was cut; call again with a larger buffer. Also after the node shut
+/// down, until `spot_node_free`.
+///
+/// Thread-safe. Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT,
+/// SPOT_E_INVALID_ARGUMENT (prefix not a valid metric name, cap 0).
+#[no_mangle]
+pub unsafe extern "C" fn spot_node_prometheus(
+    node: u64,
+    prefix: *const c_char,
+    buf: *mut c_char,
+    cap: usize,
+    out_len: *mut usize,
+) -> spot_status {
+    boundary("spot_node_prometheus", || {
+        let out = TextOut::new(buf, cap, out_len)?;
+        let prefix = metric_prefix(prefix, "spot_node")?;
+        let n = NODES.get(node)?;
+        out.write(&n.node.stats().prometheus(&prefix));
         Ok(())
     })
 }

@@ -165,13 +165,7 @@ pub unsafe extern "C" fn spot_node_start(
             on_close: cfg.on_close.map(|f| {
                 Arc::new(move |id: SpotId, kind: SpotKind, reason: CloseReason| {
                     let env = env;
-                    let code = match reason {
-                        CloseReason::IdleEvicted => SPOT_CLOSE_IDLE_EVICTED,
-                        CloseReason::Closed => SPOT_CLOSE_CLOSED,
-                        CloseReason::NodeShutdown => SPOT_CLOSE_NODE_SHUTDOWN,
-                        CloseReason::AuthorityLost => SPOT_CLOSE_AUTHORITY_LOST,
-                        CloseReason::CreationFailed => SPOT_CLOSE_CREATION_FAILED,
-                    };
+                    let code = close_reason_to_u32(reason);
                     // SAFETY: the host's function, called as the header documents.
                     unsafe { f(env.0, id.0, kind_code(kind), code) }
                 }) as spot_lifecycle::ClosingCallback

@@ -242,3 +242,14 @@ pub struct spot_node_stats {
     /// Terms of authority the node took after its first.
     pub terms_renewed: u64,
 }
+
+pub(crate) fn close_reason_to_u32(r: spot_lifecycle::CloseReason) -> u32 {
+    use spot_lifecycle::CloseReason;
+    match r {
+        CloseReason::IdleEvicted => SPOT_CLOSE_IDLE_EVICTED,
+        CloseReason::Closed => SPOT_CLOSE_CLOSED,
+        CloseReason::NodeShutdown => SPOT_CLOSE_NODE_SHUTDOWN,
+        CloseReason::AuthorityLost => SPOT_CLOSE_AUTHORITY_LOST,
+        CloseReason::CreationFailed => SPOT_CLOSE_CREATION_FAILED,
+    }
+}

@@ -72,9 +72,11 @@ pub const SPOT_FIRST_DUE_DEFAULT: u64 = u64::MAX;
 /// `spot_node_stats::authority_lost` / `terms_renewed` (a node's term of authority); 2.6
 /// `spot_timer_rearm` (a re-registration naming the generation it replaces); 2.7
 /// `spot_session_run` and `spot_node_run` (the delivery driver calling a host function per
-/// record), `struct spot_pass`, SPOT_RUN_KEEP and SPOT_RUN_STOP.
+/// record), `struct spot_pass`, SPOT_RUN_KEEP and SPOT_RUN_STOP; 2.8
+/// `spot_end_reason_name`, `spot_close_reason_name` and `spot_node_prometheus` (the
+/// schema every binding is checked against).
 #[allow(clippy::identity_op)] // spelled (major << 16) | minor, as hosts read it
-pub const SPOT_ABI_VERSION: u32 = (2 << 16) | 7;
+pub const SPOT_ABI_VERSION: u32 = (2 << 16) | 8;
 
 /// The outcome cell of a batch record whose outcome the host has not written yet.
 pub const SPOT_BATCH_PENDING: u32 = u32::MAX;

@@ -541,7 +541,7 @@ static void contract_t10_one_crossing_per_wakeup(void) {
 /* The layout the bindings mirror (x86_64 / any LP64 target). */
 static void abi_layout(void) {
     CHECK_EQ_U64(spot_abi_version(), SPOT_ABI_VERSION);
-    CHECK_EQ_U64(SPOT_ABI_VERSION, 0x00020007); /* 2.7: spot_session_run, spot_node_run (2.6: spot_timer_rearm) */
+    CHECK_EQ_U64(SPOT_ABI_VERSION, 0x00020008); /* 2.8: spot_end_reason_name, spot_close_reason_name, spot_node_prometheus (2.7: spot_session_run, spot_node_run) */
     CHECK_EQ_U64(sizeof(struct spot_pass), 40); /* 2.7 */
     CHECK_EQ_U64(offsetof(struct spot_pass, ran), 8);
     CHECK_EQ_U64(offsetof(struct spot_pass, notices), 32);

@@ -13,6 +13,7 @@ int main(void) {
     run_result_table_tests();
     run_lifecycle_tests();
     run_metrics_tests();
+    run_schema_tests();
     run_session_tests();
     run_driver_tests();
     run_store_etcd_tests();

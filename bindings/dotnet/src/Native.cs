@@ -154,7 +154,7 @@ namespace SpotTimer.Interop
         /// <summary><c>spot_relocation_target::what</c>: an actor of the Entry Spot.</summary>
         public const uint TARGET_ENTRY_ACTOR = 1;
         /// <summary>The ABI version this binding is built against: (major &lt;&lt; 16) | minor.</summary>
-        public const uint ABI_VERSION = 0x00020007; // 2.7: spot_session_run, spot_node_run, spot_pass, SPOT_RUN_KEEP / SPOT_RUN_STOP; 2.6: spot_timer_rearm; 2.5: SPOT_CLOSE_AUTHORITY_LOST, SPOT_CLOSE_CREATION_FAILED, spot_node_stats.authority_lost / terms_renewed (2.4: spot_session_batch; 2.3: spot_node_config.listen, spot_node_address; 2.2: delivery sessions, the etcd store; 2.1: spot_runtime_close, the Spot lifecycle)
+        public const uint ABI_VERSION = 0x00020008; // 2.8: spot_end_reason_name, spot_close_reason_name, spot_node_prometheus; 2.7: spot_session_run, spot_node_run, spot_pass, SPOT_RUN_KEEP / SPOT_RUN_STOP; 2.6: spot_timer_rearm; 2.5: SPOT_CLOSE_AUTHORITY_LOST, SPOT_CLOSE_CREATION_FAILED, spot_node_stats.authority_lost / terms_renewed (2.4: spot_session_batch; 2.3: spot_node_config.listen, spot_node_address; 2.2: delivery sessions, the etcd store; 2.1: spot_runtime_close, the Spot lifecycle)
     }
 
     /// <summary>A timer generation: a value, copy it freely. Generations are unique in the process, so a handle of another runtime is rejected, never misused. An ended generation keeps its result until its slot is reused by a later registration (slots rest in a queue first); after that its handle gives SPOT_E_STALE_TIMER.
@@ -612,6 +612,16 @@ namespace SpotTimer.Interop
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         public static extern IntPtr spot_status_name(int status);
 
+        /// <summary>The name of an end reason (<c>SPOT_END_*</c>) as a static NUL-terminated string ("SPOT_END_CANCELLED"); "SPOT_END_UNKNOWN" for a value this version does not know.
+        /// <para>Infallible. The string is static: never free it. Thread-safe.</para></summary>
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr spot_end_reason_name(uint reason);
+
+        /// <summary>The name of a closing reason (<c>SPOT_CLOSE_*</c>) as a static NUL-terminated string ("SPOT_CLOSE_IDLE_EVICTED"); "SPOT_CLOSE_UNKNOWN" for a value this version does not know.
+        /// <para>Infallible. The string is static: never free it. Thread-safe.</para></summary>
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr spot_close_reason_name(uint reason);
+
         /// <summary>Copies the calling thread's last error message into <c>buf</c> (capacity <c>len</c> bytes, always NUL-terminated when <c>len &gt; 0</c>, truncated if needed) and returns the full length of the message in bytes, excluding the NUL; 0 when no call on this thread has failed.
         /// <para>Infallible. <c>buf</c> may be NULL when <c>len</c> is 0 (to ask for the length). The message is that of the most recent failed <c>spot_*</c> call on the calling thread; successful calls do not clear it. Thread-safe (the message is per thread).</para></summary>
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
@@ -789,6 +799,11 @@ namespace SpotTimer.Interop
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         public static extern int spot_prometheus(ulong rt, byte* prefix, byte* buf, UIntPtr cap, UIntPtr* out_len);
 
+        /// <summary>Writes the Prometheus text exposition (format 0.0.4) of node <c>node</c>'s counters (the fields of <c>struct spot_node_stats</c>, each marked gauge or counter; counters end in <c>_total</c>) to <c>buf</c>, NUL-terminated, every name prefixed with <c>prefix</c> (NULL: "spot_node"). <c>*out_len</c> receives the text's full length without the NUL: when it is <c>&gt;= cap</c> the text was cut; call again with a larger buffer. Also after the node shut down, until <c>spot_node_free</c>.
+        /// <para>Thread-safe. Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT, SPOT_E_INVALID_ARGUMENT (prefix not a valid metric name, cap 0).</para></summary>
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern int spot_node_prometheus(ulong node, byte* prefix, byte* buf, UIntPtr cap, UIntPtr* out_len);
+
         // ---- the Spot lifecycle (ABI 2.1): stores and nodes, generation-tagged handles of
         // their own (0, freed and made-up handles give SPOT_E_INVALID_HANDLE) ----
 
@@ -913,6 +928,34 @@ namespace SpotTimer.Interop
         {
             IntPtr p = spot_status_name(status);
             return p == IntPtr.Zero ? "SPOT_E_UNKNOWN_STATUS" : Marshal.PtrToStringAnsi(p);
+        }
+
+        /// <summary>A call that writes text the way <c>spot_prometheus</c> does: into
+        /// <c>buf</c> of <c>cap</c> bytes, its full length to <c>*len</c>.</summary>
+        internal unsafe delegate int TextCall(byte* buf, UIntPtr cap, UIntPtr* len);
+
+        /// <summary>Runs <paramref name="call"/> with a buffer large enough for its text (again
+        /// with the length it reported, when the first was too small); its status, and the text
+        /// when it is 0.</summary>
+        internal static unsafe int ReadText(TextCall call, out string text)
+        {
+            text = null;
+            int cap = 16384;
+            while (true)
+            {
+                byte[] buf = new byte[cap];
+                UIntPtr n;
+                int s;
+                fixed (byte* bp = buf) s = call(bp, (UIntPtr)cap, &n);
+                if (s != 0) return s;
+                ulong len = (ulong)n;
+                if (len < (ulong)cap)
+                {
+                    text = System.Text.Encoding.ASCII.GetString(buf, 0, (int)len);
+                    return 0;
+                }
+                cap = checked((int)len + 1);
+            }
         }
     }
 }

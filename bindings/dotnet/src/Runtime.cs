@@ -336,23 +336,16 @@ namespace SpotTimer
         {
             if (prefix == null) throw new ArgumentNullException("prefix");
             byte[] p = System.Text.Encoding.ASCII.GetBytes(prefix + "\0");
-            int cap = 16384;
-            while (true)
+            string text = null;
+            unsafe
             {
-                byte[] buf = new byte[cap];
-                ulong len = 0;
-                unsafe
+                fixed (byte* pp = p)
                 {
-                    fixed (byte* pp = p)
-                    fixed (byte* bp = buf)
-                    {
-                        byte* pq = pp; byte* bq = bp; int c = cap;
-                        Check(Call(rt => { UIntPtr n; int s = Native.spot_prometheus(rt, pq, bq, (UIntPtr)c, &n); len = (ulong)n; return s; }));
-                    }
+                    byte* pq = pp;
+                    Check(Call(rt => Native.ReadText((b, c, l) => Native.spot_prometheus(rt, pq, b, c, l), out text)));
                 }
-                if (len < (ulong)cap) return System.Text.Encoding.ASCII.GetString(buf, 0, (int)len);
-                cap = (int)len + 1;
             }
+            return text;
         }
 
         /// <summary>Closes the runtime: every timer ends with <see cref="EndReason.RuntimeClosed"/>

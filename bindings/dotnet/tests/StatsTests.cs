@@ -51,10 +51,90 @@ namespace SpotTimer.Tests
             Assert.AreEqual(core.Count + 1, managed, "RuntimeStats: every core field, and ManagedTransitions");
         }
 
+        static string Snake(string pascal)
+        {
+            return System.Text.RegularExpressions.Regex.Replace(pascal, "(?<=[a-z0-9])([A-Z])", "_$1").ToUpperInvariant();
+        }
+
+        /// <summary>Every value 0..255 the library names (from its Rust enum) is a member of
+        /// <typeparamref name="T"/> under that name, and every member is named so.</summary>
+        static void MirrorsTheLibrary<T>(Func<uint, string> name, string prefix, string unknown)
+        {
+            var problems = new List<string>();
+            int named = 0;
+            for (uint v = 0; v < 256; v++)
+            {
+                string n = name(v);
+                if (n == unknown) continue;
+                named++;
+                if (!Enum.IsDefined(typeof(T), Convert.ChangeType(v, Enum.GetUnderlyingType(typeof(T)))))
+                    problems.Add(v + " " + n + ": no " + typeof(T).Name + " member");
+                else
+                {
+                    string mine = Enum.GetName(typeof(T), Convert.ChangeType(v, Enum.GetUnderlyingType(typeof(T))));
+                    string spelled = mine == "Ok" && prefix == "SPOT_E_" ? "SPOT_OK" : prefix + Snake(mine);
+                    if (spelled != n) problems.Add(v + " " + n + " vs " + typeof(T).Name + "." + mine);
+                }
+            }
+            Assert.IsEmpty(problems, string.Join("; ", problems));
+            Assert.AreEqual(Enum.GetValues(typeof(T)).Length, named, typeof(T).Name + " members vs the library's");
+        }
+
+        /// <summary>One schema: the status codes, end reasons and closing reasons the library
+        /// names are exactly SpotStatus's, EndReason's and CloseReason's. A value added in Rust
+        /// only fails here.</summary>
+        [Test]
+        public void StatusesEndReasonsAndCloseReasons_AreTheLibrarys()
+        {
+            MirrorsTheLibrary<SpotStatus>(v => Native.StatusName((int)v), "SPOT_E_", "SPOT_E_UNKNOWN_STATUS");
+            MirrorsTheLibrary<EndReason>(v => System.Runtime.InteropServices.Marshal.PtrToStringAnsi(Native.spot_end_reason_name(v)),
+                                         "SPOT_END_", "SPOT_END_UNKNOWN");
+            MirrorsTheLibrary<CloseReason>(v => System.Runtime.InteropServices.Marshal.PtrToStringAnsi(Native.spot_close_reason_name(v)),
+                                           "SPOT_CLOSE_", "SPOT_CLOSE_UNKNOWN");
+        }
+
+        /// <summary>One schema: the lifecycle's list of node counters (what
+        /// <c>Node.Prometheus</c> writes) is <c>spot_node_stats</c>'s fields and NodeStats's
+        /// properties. A field added in Rust only fails here.</summary>
+        [Test, Timeout(30000)]
+        public void EveryNodeStatsField_IsInSpotNodeStats_AndInNodeStats()
+        {
+            var core = new List<string>();
+            using (var store = new Store())
+            using (var node = new Node(new NodeOptions { NodeId = 1, EntrySpot = 1001, Clock = ClockKind.Manual, Store = store }))
+            {
+                string text = node.Prometheus("n");
+                StringAssert.Contains("# TYPE n_active_spots gauge\nn_active_spots 1\n", text);
+                foreach (var line in text.Split('\n'))
+                {
+                    if (!line.StartsWith("# TYPE n_")) continue;
+                    string[] parts = line.Split(' ');
+                    string name = parts[2].Substring(2);
+                    if (parts[3] == "counter" && name.EndsWith("_total")) name = name.Substring(0, name.Length - 6);
+                    core.Add(name);
+                }
+                Assert.AreEqual(1, node.GetStats().ActiveSpots);
+                var e = Assert.Throws<SpotInvalidArgumentException>(() => node.Prometheus("9bad"));
+                Assert.AreEqual(SpotStatus.InvalidArgument, e.Status);
+            }
+            Assert.Greater(core.Count, 15);
+            var mirrored = new List<string>();
+            foreach (var f in typeof(spot_node_stats).GetFields(System.Reflection.BindingFlags.Instance | System.Reflection.BindingFlags.Public))
+                if (f.Name != "struct_size" && f.Name != "reserved") mirrored.Add(f.Name);
+            var managed = new List<string>();
+            foreach (var p in typeof(NodeStats).GetProperties(System.Reflection.BindingFlags.Instance | System.Reflection.BindingFlags.Public))
+                managed.Add(Snake(p.Name).ToLowerInvariant());
+            core.Sort(StringComparer.Ordinal);
+            mirrored.Sort(StringComparer.Ordinal);
+            managed.Sort(StringComparer.Ordinal);
+            CollectionAssert.AreEqual(core, mirrored, "spot_node_stats fields vs the lifecycle's list");
+            CollectionAssert.AreEqual(core, managed, "NodeStats properties vs the lifecycle's list");
+        }
+
         [Test]
         public void AbiVersion_IsTheOneThisBindingMirrors()
         {
-            Assert.AreEqual(0x00020007u, C.ABI_VERSION);
+            Assert.AreEqual(0x00020008u, C.ABI_VERSION);
             // The library may be a newer minor of the same major (minors only add).
             uint lib = Native.spot_abi_version();
             Assert.AreEqual(C.ABI_VERSION >> 16, lib >> 16, "major");

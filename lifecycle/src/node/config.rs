@@ -41,6 +41,40 @@ pub enum CloseReason {
     CreationFailed,
 }
 
+impl CloseReason {
+    /// Every closing reason, in the order of their codes: the one list the bindings' enums
+    /// and the C ABI's `SPOT_CLOSE_*` are checked against.
+    pub const ALL: [CloseReason; 5] = [
+        Self::IdleEvicted,
+        Self::Closed,
+        Self::NodeShutdown,
+        Self::AuthorityLost,
+        Self::CreationFailed,
+    ];
+
+    /// Its number (the bindings' enums and the C ABI carry the same).
+    pub fn code(self) -> u32 {
+        match self {
+            Self::IdleEvicted => 0,
+            Self::Closed => 1,
+            Self::NodeShutdown => 2,
+            Self::AuthorityLost => 3,
+            Self::CreationFailed => 4,
+        }
+    }
+
+    /// Its name in upper snake case (`"IDLE_EVICTED"`), as every binding spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::IdleEvicted => "IDLE_EVICTED",
+            Self::Closed => "CLOSED",
+            Self::NodeShutdown => "NODE_SHUTDOWN",
+            Self::AuthorityLost => "AUTHORITY_LOST",
+            Self::CreationFailed => "CREATION_FAILED",
+        }
+    }
+}
+
 /// How to build a node.
 #[derive(Clone)]
 pub struct NodeConfig {
@@ -112,5 +146,17 @@ impl NodeConfig {
                 "{what} {text:?} is not an address IP:PORT (e.g. \"127.0.0.1:0\" or \"[::1]:0\"): {e}"
             ))
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CloseReason;
+
+    #[test]
+    fn close_reasons_are_listed_once_in_code_order() {
+        for (i, r) in CloseReason::ALL.iter().enumerate() {
+            assert_eq!(r.code() as usize, i, "{r:?}");
+        }
     }
 }

@@ -2,6 +2,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
+use spot_timer_core::{write_prometheus, Metric, MetricKind};
+
 use crate::error::Queue;
 
 /// A node's counters.
@@ -48,6 +50,74 @@ pub struct NodeStats {
     pub eviction_passes: u64,
     /// Counter: Spots examined by those passes (at most 64 per pass).
     pub eviction_examined: u64,
+}
+
+impl NodeStats {
+    /// Every field with its name and kind (gauge or counter), in declaration order: what an
+    /// exporter needs, and the one list the C, Python and .NET stats are checked against.
+    pub fn metrics(&self) -> Vec<Metric> {
+        // Destructured whole: a field added to the struct and not here does not compile.
+        let Self {
+            active_spots,
+            created,
+            factory_runs,
+            creation_failures,
+            evicted,
+            closed,
+            authority_lost,
+            terms_renewed,
+            messages_admitted,
+            messages_completed,
+            messages_dropped,
+            rejected_application_lane,
+            rejected_lifecycle_lane,
+            rejected_node_inbound,
+            rejected_activation,
+            stale_routes,
+            ticks_deferred,
+            eviction_passes,
+            eviction_examined,
+        } = *self;
+        let gauge = |name, value| Metric {
+            name,
+            kind: MetricKind::Gauge,
+            value,
+        };
+        let counter = |name, value| Metric {
+            name,
+            kind: MetricKind::Counter,
+            value,
+        };
+        vec![
+            gauge("active_spots", active_spots),
+            counter("created", created),
+            counter("factory_runs", factory_runs),
+            counter("creation_failures", creation_failures),
+            counter("evicted", evicted),
+            counter("closed", closed),
+            counter("authority_lost", authority_lost),
+            counter("terms_renewed", terms_renewed),
+            counter("messages_admitted", messages_admitted),
+            counter("messages_completed", messages_completed),
+            counter("messages_dropped", messages_dropped),
+            counter("rejected_application_lane", rejected_application_lane),
+            counter("rejected_lifecycle_lane", rejected_lifecycle_lane),
+            counter("rejected_node_inbound", rejected_node_inbound),
+            counter("rejected_activation", rejected_activation),
+            counter("stale_routes", stale_routes),
+            counter("ticks_deferred", ticks_deferred),
+            counter("eviction_passes", eviction_passes),
+            counter("eviction_examined", eviction_examined),
+        ]
+    }
+
+    /// The node's counters in the Prometheus text format (0.0.4), every name prefixed with
+    /// `prefix` (gauges `<prefix>_<name>`, counters `<prefix>_<name>_total`).
+    pub fn prometheus(&self, prefix: &str) -> String {
+        let mut out = String::with_capacity(2048);
+        write_prometheus(&mut out, &self.metrics(), prefix);
+        out
+    }
 }
 
 #[derive(Default)]

@@ -557,6 +557,27 @@ namespace SpotTimer
             finally { Exit(added); }
         }
 
+        /// <summary>The node's counters in the Prometheus text format 0.0.4 (counters end in
+        /// <c>_total</c>), every name prefixed with <paramref name="prefix"/>.</summary>
+        public unsafe string Prometheus(string prefix = "spot_node")
+        {
+            if (prefix == null) throw new ArgumentNullException("prefix");
+            byte[] p = System.Text.Encoding.ASCII.GetBytes(prefix + "\0");
+            bool added = false;
+            try
+            {
+                ulong id = Enter(ref added);
+                string text;
+                fixed (byte* pp = p)
+                {
+                    byte* pq = pp;
+                    Check(Native.ReadText((b, c, l) => Native.spot_node_prometheus(id, pq, b, c, l), out text));
+                }
+                return text;
+            }
+            finally { Exit(added); }
+        }
+
         // ------------------------------------------------------------------ dispatch
 
         /// <summary>Receives one batch of ready Spot work — messages and ticks together, waiting up
