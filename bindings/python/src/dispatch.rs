@@ -18,7 +18,7 @@ use pyo3::types::PyList;
 use spot_timer_core::driver::{Driver, Host, Pass, Ticket, TimerSource, Verdict};
 use spot_timer_core::{Error, Outcome, Record};
 
-use crate::errors::{end_result_tuple, py_error, to_py};
+use crate::errors::{py_error, to_py};
 use crate::inner::{record_wait, wait_readable, Inner, RecordWait, MODE_ASYNCIO, MODE_MANUAL};
 
 /// The driver a thread delivers one runtime's records with.
@@ -92,7 +92,7 @@ impl PyTick {
 pub type PumpResult = Option<PyPass>;
 
 /// What one pump did, and what Python must do next: start the coroutines of kept records
-/// (asyncio mode) and resolve the awaited cancels whose notices came.
+/// (asyncio mode).
 #[pyclass(module = "spot_timer._native", name = "Pass", frozen)]
 pub struct PyPass {
     /// Records handled (run, not started, or notices).
@@ -104,21 +104,6 @@ pub struct PyPass {
     /// `Kept` records whose coroutine is to be started.
     #[pyo3(get)]
     coroutines: Py<PyList>,
-    /// `Notice`s of cancels a task awaits.
-    #[pyo3(get)]
-    notices: Py<PyList>,
-}
-
-/// A cancel's notice: the tag it was asked with and the generation's end result.
-#[pyclass(module = "spot_timer._native", name = "Notice", frozen)]
-pub struct PyNotice {
-    #[pyo3(get)]
-    tag: u64,
-    /// True: `value` is the end reason; false: the cleanup failure.
-    #[pyo3(get)]
-    ok: bool,
-    #[pyo3(get)]
-    value: Py<PyAny>,
 }
 
 /// The dispatcher thread's handle (holds no Python objects).
@@ -400,16 +385,12 @@ fn run_batch<'py>(
         inner,
         allow_coroutines,
         coroutines: PyList::empty(py),
-        notices: PyList::empty(py),
         coroutine: None,
         fatal: None,
     };
     let pass = driver.run(&mut host);
     let PyTimerHost {
-        coroutines,
-        notices: notice_list,
-        fatal,
-        ..
+        coroutines, fatal, ..
     } = host;
     if let Some(e) = fatal {
         return Err(e);
@@ -434,7 +415,6 @@ fn run_batch<'py>(
         ran: ran + not_started + notices,
         pending,
         coroutines: coroutines.unbind(),
-        notices: notice_list.unbind(),
     }))
 }
 
@@ -475,7 +455,6 @@ struct PyTimerHost<'a, 'py> {
     inner: &'a Arc<Inner>,
     allow_coroutines: bool,
     coroutines: Bound<'py, PyList>,
-    notices: Bound<'py, PyList>,
     /// The coroutine a handler returned and its tick, until the driver hands its ticket.
     coroutine: Option<(Bound<'py, PyAny>, Bound<'py, PyTick>)>,
     /// KeyboardInterrupt, SystemExit, or an error building the call: propagates.
@@ -516,16 +495,12 @@ impl Host<TimerSource<u64>> for PyTimerHost<'_, '_> {
         let Record::CancelDone(n) = record else {
             return;
         };
-        let py = self.py;
-        let notice = end_result_tuple(py, n.result.clone()).and_then(|res| {
-            Ok(PyNotice {
-                tag: n.tag,
-                ok: res.get_item(0)?.is_truthy()?,
-                value: res.get_item(1)?.unbind(),
-            })
-        });
-        if let Err(e) = notice.and_then(|n| self.notices.append(Bound::new(py, n)?)) {
-            self.fatal.get_or_insert(e);
+        // The future a `cancel_nowait` / `cancel_async` returned (none: nobody awaits it).
+        let waiter = self.inner.waiters.lock().take(n.tag);
+        if let Some(w) = waiter {
+            if let Err(e) = w.resolve(self.py, n.result.clone()) {
+                self.fatal.get_or_insert(e);
+            }
         }
     }
 }

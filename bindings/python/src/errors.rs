@@ -2,9 +2,9 @@
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyTuple};
+use pyo3::types::PyDict;
 
-use spot_timer_core::{EndReason, EndResult, Error};
+use spot_timer_core::{EndReason, Error};
 
 static ERRORS: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
 
@@ -69,13 +69,22 @@ pub fn reason_code(r: EndReason) -> u8 {
     r as u8
 }
 
-/// `(True, reason_code)` or `(False, exception)`.
-pub fn end_result_tuple<'py>(py: Python<'py>, r: EndResult) -> PyResult<Bound<'py, PyTuple>> {
-    match r {
-        Ok(reason) => (true, reason_code(reason)).into_pyobject(py),
-        Err(e) => {
-            let err = to_py(py, e).into_value(py);
-            (false, err).into_pyobject(py)
-        }
+/// `"gauge"` or `"counter"`, as `metrics()` names a field's kind in every class.
+pub fn metric_kind(k: spot_timer_core::MetricKind) -> &'static str {
+    match k {
+        spot_timer_core::MetricKind::Gauge => "gauge",
+        spot_timer_core::MetricKind::Counter => "counter",
     }
+}
+
+/// `InvalidArgumentError` unless `prefix` may start a metric name.
+pub fn check_metric_prefix(py: Python<'_>, prefix: &str) -> PyResult<()> {
+    if spot_timer_core::is_metric_prefix(prefix) {
+        return Ok(());
+    }
+    Err(py_error(
+        py,
+        "InvalidArgumentError",
+        format!("prefix {prefix:?} is not a metric name ([a-zA-Z_][a-zA-Z0-9_]*)"),
+    ))
 }

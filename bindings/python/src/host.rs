@@ -32,8 +32,9 @@ pub fn configure(
     done_future: Py<PyAny>,
     cancel_async: Py<PyAny>,
 ) -> PyResult<()> {
-    let end_reasons = (0u8..6)
-        .map(|code| end_reason.call1((code,)).map(|m| m.unbind()))
+    let end_reasons = spot_timer_core::EndReason::ALL
+        .iter()
+        .map(|r| end_reason.call1((r.code(),)).map(|m| m.unbind()))
         .collect::<PyResult<Vec<_>>>()?;
     let _ = HELPERS.set(
         py,

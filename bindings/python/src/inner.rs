@@ -18,6 +18,7 @@ use spot_timer_core::Runtime;
 
 use crate::gil_cell::GilCell;
 use crate::objects::PyObjects;
+use crate::waiters::Waiters;
 
 /// Longest uninterrupted detached wait of the main thread before signals are checked again,
 /// where no descriptor can be waited on instead (a gate, a blocking cancel, a node's
@@ -136,6 +137,8 @@ pub struct Inner {
     pub budget: OnceLock<Arc<Budget>>,
     /// Dispatcher handles made (`workers=N` makes N).
     pub dispatchers: AtomicUsize,
+    /// Futures awaiting a cancel's result, by the tag of its notice.
+    pub waiters: Mutex<Waiters>,
 }
 
 impl Inner {

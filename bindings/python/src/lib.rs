@@ -25,6 +25,7 @@ mod objects;
 mod owner;
 mod runtime;
 mod timer;
+mod waiters;
 
 use pyo3::prelude::*;
 
@@ -39,12 +40,17 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<dispatch::PyTick>()?;
     m.add_class::<dispatch::PyKept>()?;
     m.add_class::<dispatch::PyPass>()?;
-    m.add_class::<dispatch::PyNotice>()?;
     m.add_function(wrap_pyfunction!(host::configure, m)?)?;
     m.add("MODE_MANUAL", inner::MODE_MANUAL)?;
     m.add("MODE_THREAD", inner::MODE_THREAD)?;
     m.add("MODE_ASYNCIO", inner::MODE_ASYNCIO)?;
     m.add("MAX_TIMERS", spot_timer_core::MAX_TIMERS)?;
+    // The core's end reasons by number: `EndReason` is checked against it.
+    let reasons: Vec<(u8, &str)> = spot_timer_core::EndReason::ALL
+        .iter()
+        .map(|r| (r.code(), r.name()))
+        .collect();
+    m.add("END_REASONS", reasons)?;
     lifecycle::register(m)?;
     Ok(())
 }

@@ -21,6 +21,7 @@ use crate::gil_cell::GilCell;
 use crate::inner::{DispatchState, Inner, AUTO_KEY_BASE, MODE_MANUAL, NEXT_INNER_ID};
 use crate::objects::PyObjects;
 use crate::owner::NativeOwner;
+use crate::waiters::Waiters;
 
 /// Runs a timer's Python release callback on the thread that ends its generation; its
 /// exception becomes the generation's terminal result (`CleanupFailed`).
@@ -124,6 +125,7 @@ impl NativeRuntime {
                 host: Mutex::new(None),
                 budget: OnceLock::new(),
                 dispatchers: AtomicUsize::new(0),
+                waiters: Mutex::new(Waiters::default()),
             }),
         })
     }
@@ -136,6 +138,9 @@ impl NativeRuntime {
             for cb in r.values() {
                 visit.call(cb)?;
             }
+        }
+        if let Some(w) = self.inner.waiters.try_lock() {
+            w.visit(&visit)?;
         }
         Ok(())
     }
@@ -150,6 +155,7 @@ impl NativeRuntime {
             t
         };
         drop(taken);
+        drop(self.inner.waiters.lock().drain());
     }
 
     /// Remembers `runtime_ref` (a `weakref.ref` to the Python `Runtime`).
@@ -266,6 +272,13 @@ impl NativeRuntime {
         let mut taken = self.inner.objects.with(py, |o| o.clear_timers());
         taken.extend(self.inner.releases.lock().drain().map(|(_, r)| r));
         drop(taken);
+        // Cancels still awaited: their generations ended with the close.
+        let waiting = self.inner.waiters.lock().drain();
+        for w in waiting {
+            if let Err(e) = w.resolve_closed(py, &self.inner.rt) {
+                e.write_unraisable(py, None);
+            }
+        }
     }
 
     /// The stats fields as (name, "gauge" | "counter", value).
@@ -275,13 +288,7 @@ impl NativeRuntime {
             .stats()
             .metrics()
             .into_iter()
-            .map(|m| {
-                let kind = match m.kind {
-                    spot_timer_core::MetricKind::Gauge => "gauge",
-                    spot_timer_core::MetricKind::Counter => "counter",
-                };
-                (m.name, kind, m.value)
-            })
+            .map(|m| (m.name, crate::errors::metric_kind(m.kind), m.value))
             .collect()
     }
 
@@ -296,8 +303,9 @@ impl NativeRuntime {
         (buckets, l.sum_ns)
     }
 
-    fn prometheus(&self, prefix: &str) -> String {
-        self.inner.rt.prometheus(prefix)
+    fn prometheus(&self, py: Python<'_>, prefix: &str) -> PyResult<String> {
+        crate::errors::check_metric_prefix(py, prefix)?;
+        Ok(self.inner.rt.prometheus(prefix))
     }
 
     /// Every stats field by name: the core's own list (`Stats::metrics`), so a field the

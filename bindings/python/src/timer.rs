@@ -6,14 +6,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple};
+use pyo3::types::PyDict;
 
 use spot_timer_core::{EndResult, Error, TimerId};
 
 use crate::durations::opt_nanos;
-use crate::errors::{end_result_tuple, reason_code, to_py};
+use crate::errors::{reason_code, to_py};
 use crate::host::helpers;
 use crate::inner::{Inner, MODE_ASYNCIO, SLICE};
+use crate::waiters::Waiter;
 
 #[pyclass(module = "spot_timer", name = "Timer", frozen, weakref)]
 // Not tracked by the garbage collector (no `__traverse__`), so a million timers cost a
@@ -73,13 +74,42 @@ impl NativeTimer {
         Ok(helpers(py)?.end_reason(py, code))
     }
 
-    fn kick_loop(&self, py: Python<'_>) -> PyResult<()> {
-        if self.inner.mode.load(Ordering::Relaxed) == MODE_ASYNCIO {
-            if let Some(rt) = self.inner.host(py) {
-                rt.call_method0("_kick")?;
-            }
+    /// Resolves `fut` (of `event_loop`; None: a `concurrent.futures.Future`) with this
+    /// generation's end result: at once when it is known, else when the cancel's notice
+    /// arrives (the delivering thread resolves it) or the runtime closes.
+    fn await_end(
+        &self,
+        py: Python<'_>,
+        fut: Py<PyAny>,
+        event_loop: Option<Py<PyAny>>,
+    ) -> PyResult<()> {
+        let inner = &*self.inner;
+        let id = self.id();
+        let closed = |py| match inner.rt.timer_result(id) {
+            Some(r) => Ok(r),
+            None => Err(to_py(py, Error::Closed)),
+        };
+        if inner.rt.is_closed() {
+            return Waiter::new(fut, event_loop, id).resolve(py, closed(py)?);
         }
-        Ok(())
+        let tag = inner
+            .waiters
+            .lock()
+            .insert(Waiter::new(fut, event_loop, id));
+        let now = match inner.rt.cancel_timer_with_notice(id, tag) {
+            // Its notice resolves it.
+            Ok(None) => return Ok(()),
+            Ok(Some(r)) => Ok(r),
+            Err(Error::Closed) => closed(py),
+            Err(e) => Err(to_py(py, e)),
+        };
+        // (Taken already when the close resolved it.)
+        let waiter = inner.waiters.lock().take(tag);
+        match (waiter, now) {
+            (Some(w), Ok(r)) => w.resolve(py, r),
+            (_, Err(e)) => Err(e),
+            (None, Ok(_)) => Ok(()),
+        }
     }
 
     /// The cancel on the event-loop thread of an asyncio-mode runtime: requests the end,
@@ -204,16 +234,13 @@ impl NativeTimer {
     fn cancel(&self, py: Python<'_>, timeout: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
         let timeout_ns = opt_nanos(py, timeout, "timeout")?;
         if self.inner.mode.load(Ordering::Relaxed) == MODE_ASYNCIO && self.inner.may_help(py) {
-            let r = self.cancel_on_loop();
-            self.kick_loop(py)?;
-            return match r? {
+            return match self.cancel_on_loop()? {
                 Some(r) => self.end_reason(py, r),
                 None => Ok(py.None()),
             };
         }
-        let r = self.blocking_cancel(py, timeout_ns);
-        self.kick_loop(py)?;
-        self.end_reason(py, r?)
+        let r = self.blocking_cancel(py, timeout_ns)?;
+        self.end_reason(py, r)
     }
 
     /// Cancels without waiting; the future resolves with the terminal result (already
@@ -244,12 +271,10 @@ impl NativeTimer {
         let fut = py
             .import("concurrent.futures")?
             .getattr("Future")?
-            .call0()?;
-        this.inner
-            .host(py)
-            .ok_or_else(|| to_py(py, Error::Closed))?
-            .call_method1("_await_end", (slf, &fut, py.None()))?;
-        Ok(fut.unbind())
+            .call0()?
+            .unbind();
+        this.await_end(py, fut.clone_ref(py), None)?;
+        Ok(fut)
     }
 
     /// Cancels without blocking the event loop; resolves with the terminal result.
@@ -258,18 +283,10 @@ impl NativeTimer {
         Ok(helpers(py)?.cancel_async.bind(py).call1((slf,))?.unbind())
     }
 
-    /// Non-blocking cancel. `None`: the result arrives later as a notice carrying `tag`;
-    /// else `(ok, reason_code_or_exception)` at once.
-    fn _cancel_notice<'py>(
-        &self,
-        py: Python<'py>,
-        tag: u64,
-    ) -> PyResult<Option<Bound<'py, PyTuple>>> {
-        match self.inner.rt.cancel_timer_with_notice(self.id(), tag) {
-            Ok(None) => Ok(None),
-            Ok(Some(r)) => end_result_tuple(py, r).map(Some),
-            Err(e) => Err(to_py(py, e)),
-        }
+    /// Cancels without waiting and resolves `fut`, a future of `event_loop`, with the
+    /// terminal result (`cancel_async`).
+    fn _await_end(&self, py: Python<'_>, fut: Py<PyAny>, event_loop: Py<PyAny>) -> PyResult<()> {
+        self.await_end(py, fut, Some(event_loop))
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {

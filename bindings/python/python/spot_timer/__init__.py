@@ -356,8 +356,6 @@ class Runtime:
         self._native.set_exception_handler(self._exc_handler)
         self._closed = False
         self._lock = threading.Lock()
-        self._tags: Dict[int, Tuple[Any, Optional[asyncio.AbstractEventLoop], Any]] = {}
-        self._next_tag = 1
         # Per owner id: its non-int keys -> key ids (dropped when the owner is released).
         self._key_ids: Dict[int, Dict[Hashable, int]] = {}
         # Key id -> key, for keys a Timer does not keep itself (objects that could refer
@@ -366,7 +364,6 @@ class Runtime:
         self._threads: List[threading.Thread] = []
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._fd = -1
-        self._pump_scheduled = False
         if clock is not None:
             clock._runtimes.add(self)
         if dispatch == "thread":
@@ -379,7 +376,6 @@ class Runtime:
                     target=_dispatcher_main,
                     args=(
                         self._native.dispatcher(),
-                        weakref.ref(self),
                         max_batch,
                         window_ns,
                         self._budget_ns,
@@ -556,7 +552,6 @@ class Runtime:
         return total
 
     def _pump_asyncio(self) -> None:
-        self._pump_scheduled = False
         if self._closed:
             return
         r = self._native.pump(0, self._max_batch, True, 0, self._budget_ns)
@@ -565,27 +560,11 @@ class Runtime:
             return
         self._after_pump(r)
 
-    def _kick(self) -> None:
-        """asyncio mode: makes sure a pump runs soon (completions or backlog waiting)."""
-        loop = self._loop
-        if loop is None or self._pump_scheduled or self._closed:
-            return
-        self._pump_scheduled = True
-        try:
-            if _on_loop_thread(loop):
-                loop.call_soon(self._pump_asyncio)
-            else:
-                loop.call_soon_threadsafe(self._pump_asyncio)
-        except RuntimeError:  # loop closed
-            self._pump_scheduled = False
-
     def _after_pump(self, r: Any) -> None:
         """What a pump leaves to Python: the coroutines of kept records to start (asyncio
-        mode), the awaited cancels whose notices came."""
+        mode)."""
         for kept in r.coroutines:
             self._start_coroutine(kept)
-        for n in r.notices:
-            self._resolve_tag(n.tag, n.ok, n.value)
 
     def _start_coroutine(self, kept: Any) -> None:
         loop = self._loop
@@ -603,7 +582,6 @@ class Runtime:
                     ok = False
                     self._report(exc, tick)
             kept.complete(ok)
-            self._kick()
 
         task.add_done_callback(done)
 
@@ -619,37 +597,6 @@ class Runtime:
             _check_callable(handler, "exception handler")
         self._exc_handler = handler or _default_exception_handler
         self._native.set_exception_handler(self._exc_handler)
-
-    # -- cancel notices ----------------------------------------------------------------
-    def _new_tag(self, fut: Any, loop: Optional[asyncio.AbstractEventLoop], native_timer: Any) -> int:
-        with self._lock:
-            tag = self._next_tag
-            self._next_tag += 1
-            self._tags[tag] = (fut, loop, native_timer)
-        return tag
-
-    def _resolve_tag(self, tag: int, ok: bool, value: Any) -> None:
-        with self._lock:
-            entry = self._tags.pop(tag, None)
-        if entry is not None:
-            _resolve(entry[0], entry[1], ok, value)
-
-    def _await_end(self, native_timer: Any, fut: Any, loop: Optional[asyncio.AbstractEventLoop]) -> None:
-        if self.closed:
-            r = native_timer._result_code()
-            if r is None:
-                raise RuntimeClosedError("runtime is closed")
-        tag = self._new_tag(fut, loop, native_timer)
-        try:
-            r = native_timer._cancel_notice(tag)
-        except BaseException:
-            with self._lock:
-                self._tags.pop(tag, None)
-            raise
-        if r is not None:
-            self._resolve_tag(tag, r[0], r[1])
-        elif self._mode == "asyncio":
-            self._kick()
 
     # -- stats and shutdown --------------------------------------------------------------
     def stats(self) -> Stats:
@@ -686,10 +633,6 @@ class Runtime:
     def prometheus(self, prefix: str = "spot_timer") -> str:
         """The stats (gauges and counters, counters ending in ``_total``) and the lateness
         histogram in the Prometheus text format 0.0.4."""
-        if not prefix or not (prefix[0].isalpha() or prefix[0] == "_") or not all(
-            c.isalnum() or c == "_" for c in prefix
-        ) or not prefix.isascii():
-            raise InvalidArgumentError(f"prefix {prefix!r} is not a metric name")
         return str(self._native.prometheus(prefix))
 
     def held_python_objects(self) -> int:
@@ -716,17 +659,6 @@ class Runtime:
         self._closed = True
         self._detach_loop()
         self._native.close()
-        with self._lock:
-            tags, self._tags = self._tags, {}
-        for fut, loop, native_timer in tags.values():
-            try:
-                code = native_timer._result_code()
-                if code is None:
-                    _resolve(fut, loop, True, int(EndReason.RUNTIME_CLOSED))
-                else:
-                    _resolve(fut, loop, True, code)
-            except SpotTimerError as e:
-                _resolve(fut, loop, False, e)
         deadline = None if timeout is None else time.monotonic() + _nanos(timeout, "timeout") / 1e9
         for t in self._threads:
             if t is not threading.current_thread() and t.is_alive():
@@ -743,27 +675,6 @@ def _on_loop_thread(loop: asyncio.AbstractEventLoop) -> bool:
         return asyncio.get_running_loop() is loop
     except RuntimeError:
         return False
-
-
-def _resolve(fut: Any, loop: Optional[asyncio.AbstractEventLoop], ok: bool, value: Any) -> None:
-    def apply() -> None:
-        if fut.done():
-            return
-        if ok:
-            fut.set_result(_end_reason(value))
-        else:
-            fut.set_exception(value)
-
-    if loop is None or _on_loop_thread(loop):
-        try:
-            apply()
-        except concurrent.futures.InvalidStateError:
-            pass
-    else:
-        try:
-            loop.call_soon_threadsafe(apply)
-        except RuntimeError:  # loop closed
-            pass
 
 
 class _DoneFuture(concurrent.futures.Future):  # type: ignore[type-arg]
@@ -788,13 +699,12 @@ class _DoneFuture(concurrent.futures.Future):  # type: ignore[type-arg]
 async def _cancel_async(timer: Any) -> EndReason:
     loop = asyncio.get_running_loop()
     fut: "asyncio.Future[EndReason]" = loop.create_future()
-    timer.runtime._await_end(timer, fut, loop)
+    timer._await_end(fut, loop)
     return await fut
 
 
 def _dispatcher_main(
     native: Any,
-    rt_ref: "weakref.ReferenceType[Runtime]",
     max_batch: int,
     window_ns: int,
     budget_ns: int,
@@ -823,10 +733,6 @@ def _dispatcher_main(
             continue
         if r is None:
             return
-        if r.coroutines or r.notices:
-            rt = rt_ref()
-            if rt is not None:
-                rt._after_pump(r)
 
 
 _live_runtimes: "weakref.WeakSet[Runtime]" = weakref.WeakSet()

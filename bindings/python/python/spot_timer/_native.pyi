@@ -16,12 +16,13 @@ __all__ = [
     "Tick",
     "Kept",
     "Pass",
-    "Notice",
     "configure",
     "MODE_MANUAL",
     "MODE_THREAD",
     "MODE_ASYNCIO",
     "MAX_TIMERS",
+    "END_REASONS",
+    "CLOSE_REASONS",
     "Store",
     "Node",
     "SpotRecord",
@@ -35,6 +36,10 @@ MODE_MANUAL: int
 MODE_THREAD: int
 MODE_ASYNCIO: int
 MAX_TIMERS: int
+#: The core's end reasons as (number, NAME): what ``EndReason`` mirrors.
+END_REASONS: List[Tuple[int, str]]
+#: The lifecycle's closing reasons as (number, NAME): what ``CloseReason`` mirrors.
+CLOSE_REASONS: List[Tuple[int, str]]
 LIFECYCLE_ITEM_OVERHEAD_BYTES: int
 LIFECYCLE_SCAN_LIMIT: int
 LIFECYCLE_APPLICATION_LANE: Tuple[int, int]
@@ -55,15 +60,6 @@ class ManualClock:
     def now_ns(self) -> int: ...
 
 @final
-class Notice:
-    @property
-    def tag(self) -> int: ...
-    @property
-    def ok(self) -> bool: ...
-    @property
-    def value(self) -> Any: ...
-
-@final
 class Pass:
     @property
     def ran(self) -> int: ...
@@ -71,8 +67,6 @@ class Pass:
     def pending(self) -> int: ...
     @property
     def coroutines(self) -> List[Kept]: ...
-    @property
-    def notices(self) -> List[Notice]: ...
 
 _PumpResult = Optional[Pass]
 

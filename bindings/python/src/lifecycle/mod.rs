@@ -36,5 +36,11 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     );
     m.add("LIFECYCLE_APPLICATION_LANE", (app.items, app.bytes))?;
     m.add("LIFECYCLE_LIFECYCLE_LANE", (life.items, life.bytes))?;
+    // The lifecycle's closing reasons by number: `CloseReason` is checked against it.
+    let reasons: Vec<(u32, &str)> = spot_lifecycle::CloseReason::ALL
+        .iter()
+        .map(|r| (r.code(), r.name()))
+        .collect();
+    m.add("CLOSE_REASONS", reasons)?;
     Ok(())
 }

@@ -498,36 +498,36 @@ impl PyNode {
         types(py)?.lane_use.bind(py).call1((used.items, used.bytes))
     }
 
-    /// The node's counters (`NodeStats`). Also after shutdown.
+    /// The node's counters (`NodeStats`), from the lifecycle's own list of fields
+    /// (`NodeStats::metrics`): a field added there and not to the dataclass fails here.
+    /// Also after shutdown.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let node = &*self.node;
         let s = py.detach(|| node.stats());
         let d = PyDict::new(py);
-        macro_rules! put {
-            ($($f:ident),*) => { $( d.set_item(stringify!($f), s.$f)?; )* };
+        for m in s.metrics() {
+            d.set_item(m.name, m.value)?;
         }
-        put!(
-            active_spots,
-            created,
-            factory_runs,
-            creation_failures,
-            evicted,
-            closed,
-            messages_admitted,
-            messages_completed,
-            messages_dropped,
-            rejected_application_lane,
-            rejected_lifecycle_lane,
-            rejected_node_inbound,
-            rejected_activation,
-            stale_routes,
-            ticks_deferred,
-            eviction_passes,
-            eviction_examined,
-            authority_lost,
-            terms_renewed
-        );
         types(py)?.node_stats.bind(py).call((), Some(&d))
+    }
+
+    /// Every counter as `(name, "gauge" | "counter", value)`, in the lifecycle's order.
+    fn metrics(&self, py: Python<'_>) -> Vec<(&'static str, &'static str, u64)> {
+        let node = &*self.node;
+        py.detach(|| node.stats())
+            .metrics()
+            .into_iter()
+            .map(|m| (m.name, crate::errors::metric_kind(m.kind), m.value))
+            .collect()
+    }
+
+    /// The counters in the Prometheus text format 0.0.4 (counters end in `_total`), every
+    /// name prefixed with `prefix`.
+    #[pyo3(signature = (prefix = "spot_node"))]
+    fn prometheus(&self, py: Python<'_>, prefix: &str) -> PyResult<String> {
+        crate::errors::check_metric_prefix(py, prefix)?;
+        let node = &*self.node;
+        Ok(py.detach(|| node.stats()).prometheus(prefix))
     }
 
     /// One exchange: waits up to `timeout` (None: until work arrives) for ready Spot work

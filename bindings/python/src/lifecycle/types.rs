@@ -12,7 +12,7 @@ use spot_lifecycle::{CloseReason, LaneKind, Queue, SpotKind, StaleReason};
 
 pub struct Types {
     spot_kind: [Py<PyAny>; 3],
-    close_reason: [Py<PyAny>; 5],
+    close_reason: [Py<PyAny>; CloseReason::ALL.len()],
     lane: [Py<PyAny>; 2],
     queue: [Py<PyAny>; 4],
     stale_reason: [Py<PyAny>; 3],
@@ -72,14 +72,7 @@ impl Types {
     }
 
     pub fn close_reason<'py>(&self, py: Python<'py>, r: CloseReason) -> Bound<'py, PyAny> {
-        let i = match r {
-            CloseReason::IdleEvicted => 0,
-            CloseReason::Closed => 1,
-            CloseReason::NodeShutdown => 2,
-            CloseReason::AuthorityLost => 3,
-            CloseReason::CreationFailed => 4,
-        };
-        self.close_reason[i].bind(py).clone()
+        self.close_reason[r.code() as usize].bind(py).clone()
     }
 
     pub fn lane<'py>(&self, py: Python<'py>, l: LaneKind) -> Bound<'py, PyAny> {
