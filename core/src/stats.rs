@@ -16,6 +16,11 @@
 //!   snapshot that sees an effect (`ended`, `not_started`, a completion) also sees every
 //!   count that happened before it.
 //!
+//! The counts of an end (`ended`, the ticks it accounts) are added by the thread that ended
+//! the generation, once its operation is done — after it published the end. A host that
+//! saw a generation end (a cancel returned) may read a snapshot a moment before they are
+//! in; the identities hold once every ender is done.
+//!
 //! On x86 these orderings are plain loads and stores.
 
 use std::sync::atomic::{

@@ -76,6 +76,10 @@ namespace SpotTimer
 
         // ------------------------------------------------------------------ callback delivery
 
+        // The outcome cells of the batch callback's batches (the library calls it from its
+        // scheduler thread, one batch at a time).
+        uint[] _callbackCells;
+
         static void BatchThunk(IntPtr env, spot_record* records, UIntPtr n, spot_completion* completions, UIntPtr* nCompletions)
         {
             try
@@ -83,7 +87,27 @@ namespace SpotTimer
                 var core = (RuntimeCore)GCHandle.FromIntPtr(env).Target;
                 int count = (int)(ulong)n;
                 int nc = 0;
-                core.ProcessBatch(records, count, completions, ref nc, count);
+                // Cells as a session's batch has them, then one completion per written cell
+                // (a kept record completes through the pending queue; a notice takes none).
+                if (core._callbackCells == null || core._callbackCells.Length < count)
+                    core._callbackCells = new uint[Math.Max(count, 64)];
+                fixed (uint* cells = core._callbackCells)
+                {
+                    for (int i = 0; i < count; i++) cells[i] = C.BATCH_PENDING;
+                    UIntPtr position;
+                    core.RunBatch(records, count, cells, &position);
+                    for (int i = 0; i < count; i++)
+                    {
+                        uint o = cells[i];
+                        // A tick a dispose stopped before: not started.
+                        if (o == C.BATCH_PENDING && records[i].kind == C.RECORD_TICK) o = C.OUTCOME_NOT_STARTED;
+                        if (o == C.BATCH_PENDING || o == C.BATCH_KEPT) continue;
+                        completions[nc].token = records[i].token;
+                        completions[nc].outcome = o;
+                        completions[nc].reserved = 0;
+                        nc++;
+                    }
+                }
                 if (t_dispatching == null) core.FreeReleased();
                 // Room left: hand back async completions that are already waiting.
                 spot_completion c;

@@ -176,13 +176,16 @@ namespace SpotTimer
         /// batch from the cells at the next call, no call per record.</summary>
         void ProcessSessionBatch(spot_batch* b)
         {
+            RunBatch((spot_record*)b->records, (int)(ulong)b->count, (uint*)b->outcomes, (UIntPtr*)b->position);
+        }
+
+        /// <summary>Runs <paramref name="n"/> records through their outcome cells: what both
+        /// delivery modes share (a session's batch, the batch callback's).</summary>
+        void RunBatch(spot_record* recs, int n, uint* outcomes, UIntPtr* position)
+        {
             var prevDispatching = t_dispatching;
             t_dispatching = this;
             _batchNowStamp = 0; // one clock read per batch, at its first start check
-            spot_record* recs = (spot_record*)b->records;
-            uint* outcomes = (uint*)b->outcomes;
-            UIntPtr* position = (UIntPtr*)b->position;
-            int n = (int)(ulong)b->count;
             try
             {
                 for (int i = 0; i < n; i++)
@@ -193,30 +196,6 @@ namespace SpotTimer
                     *position = (UIntPtr)i;
                     uint outcome = RunRecord(recs + i);
                     if (outcome != C.BATCH_PENDING) outcomes[i] = outcome;
-                }
-            }
-            finally
-            {
-                t_dispatching = prevDispatching;
-            }
-        }
-
-        /// <summary>Runs one batch of the batch callback (callback mode); completions go to
-        /// <paramref name="comps"/>.</summary>
-        void ProcessBatch(spot_record* recs, int n, spot_completion* comps, ref int nc, int compCap)
-        {
-            var prevDispatching = t_dispatching;
-            t_dispatching = this;
-            _batchNowStamp = 0; // one clock read per batch, at its first start check
-            try
-            {
-                for (int i = 0; i < n; i++)
-                {
-                    spot_record* r = recs + i;
-                    uint outcome = RunRecord(r);
-                    if (outcome == C.BATCH_PENDING || outcome == C.BATCH_KEPT) continue;
-                    if (nc >= compCap) FlushBuffer(comps, ref nc);
-                    comps[nc].token = r->token; comps[nc].outcome = outcome; comps[nc].reserved = 0; nc++;
                 }
             }
             finally
@@ -296,14 +275,6 @@ namespace SpotTimer
             if (now >= (ulong)Volatile.Read(ref *(long*)leaseWord)) return false;
             return (ulong)Interlocked.CompareExchange(ref *(long*)liveWord, (long)startedValue, (long)liveValue)
                 == liveValue;
-        }
-
-        void FlushBuffer(spot_completion* comps, ref int nc)
-        {
-            if (nc == 0) return;
-            Native.spot_complete(Raw, comps, (UIntPtr)nc);
-            Interlocked.Increment(ref Transitions);
-            nc = 0;
         }
 
         void RaiseFailed(TimerState st, Tick tick, Exception e)

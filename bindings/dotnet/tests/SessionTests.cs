@@ -232,7 +232,16 @@ namespace SpotTimer.Tests
                 Assert.Greater(Interlocked.Read(ref runs), 1000);
                 foreach (var t in timers) t.Cancel(T.Wait);
                 Assert.IsTrue(rt.Settle(T.Wait));
+                // A cancel returns once its generation's end is published; the thread that
+                // ended it adds the end's counts right after (on a busy machine, a moment
+                // later): the identities hold once those counts are in.
                 var st = rt.GetStats();
+                var until = DateTime.UtcNow + T.Wait;
+                while (st.Ended != st.Registered && DateTime.UtcNow < until)
+                {
+                    Thread.Sleep(1);
+                    st = rt.GetStats();
+                }
                 Assert.AreEqual(N, st.Registered);
                 Assert.AreEqual(0, Volatile.Read(ref failures), "a handler failed: " + firstFailure);
                 AssertIdentities(st);
