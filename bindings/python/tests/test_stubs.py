@@ -16,10 +16,22 @@ def test_stubtest():
     assert p.returncode == 0, p.stdout + p.stderr
 
 
-def test_py_typed_is_shipped():
+def test_py_typed_is_shipped_and_the_native_module_has_the_one_stub():
+    """The package's modules are annotated in place; `_native.pyi` is the only stub, the one
+    place a native signature is written."""
     pkg = pathlib.Path(spot_timer.__file__).parent
     assert (pkg / "py.typed").exists()
-    assert (pkg / "__init__.pyi").exists()
+    assert sorted(p.name for p in pkg.glob("*.pyi")) == ["_native.pyi"]
+
+
+def test_the_package_passes_mypy_strict():
+    p = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "-p", "spot_timer"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert p.returncode == 0, p.stdout + p.stderr
 
 
 def test_examples_type_check_strictly():

@@ -261,7 +261,7 @@ def _opt_nanos(value: object, name: str) -> Optional[int]:
     return None if value is None else _nanos(value, name)
 
 
-def _check_callable(obj: object, name: str) -> None:
+def _check_callable(obj: Any, name: str) -> None:
     if not callable(obj):
         raise HandlerNotCallableError(f"{name} must be callable, got {type(obj).__name__}")
 
@@ -686,8 +686,8 @@ class _DoneFuture(concurrent.futures.Future):  # type: ignore[type-arg]
     def __init__(self, ok: bool, value: Any) -> None:  # noqa: D401 - no super().__init__
         self._condition = self._shared_condition
         self._state = "FINISHED"
-        self._waiters = []
-        self._done_callbacks = []
+        self._waiters: List[Any] = []
+        self._done_callbacks: List[Any] = []
         if ok:
             self._result = value
             self._exception = None
