@@ -17,6 +17,7 @@ use spot_timer_core::driver::Budget;
 use spot_timer_core::Runtime;
 
 use crate::gil_cell::GilCell;
+use crate::keys::KeyMaps;
 use crate::objects::PyObjects;
 use crate::waiters::Waiters;
 
@@ -139,6 +140,8 @@ pub struct Inner {
     pub dispatchers: AtomicUsize,
     /// Futures awaiting a cancel's result, by the tag of its notice.
     pub waiters: Mutex<Waiters>,
+    /// Keys that are not plain ints, per owner id (`keys.rs`).
+    pub keys: GilCell<KeyMaps>,
 }
 
 impl Inner {

@@ -20,6 +20,7 @@ mod errors;
 mod gil_cell;
 mod host;
 mod inner;
+mod keys;
 mod lifecycle;
 mod objects;
 mod owner;
@@ -41,6 +42,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<dispatch::PyKept>()?;
     m.add_class::<dispatch::PyPass>()?;
     m.add_function(wrap_pyfunction!(host::configure, m)?)?;
+    m.add_function(wrap_pyfunction!(durations::nanos, m)?)?;
     m.add("MODE_MANUAL", inner::MODE_MANUAL)?;
     m.add("MODE_THREAD", inner::MODE_THREAD)?;
     m.add("MODE_ASYNCIO", inner::MODE_ASYNCIO)?;

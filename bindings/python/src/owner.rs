@@ -16,6 +16,7 @@ use spot_timer_core::{Error, OverrunPolicy, Owner, TimerSpec};
 use crate::durations::{nanos, opt_nanos};
 use crate::errors::{py_error, to_py};
 use crate::inner::{Inner, AUTO_KEY_BASE, SLICE};
+use crate::keys;
 use crate::timer::{KeyKind, NativeTimer};
 
 const I32_MAX: u64 = i32::MAX as u64;
@@ -73,20 +74,14 @@ impl NativeOwner {
                         KeyKind::Mapped
                     };
                     if matches!(kind, KeyKind::Mapped) {
-                        self.runtime
-                            .bind(py)
-                            .call_method1("_name_key", (self.owner.id(), v, key))?;
+                        keys::name_key(py, &self.inner, self.owner.id(), v, key)?;
                     }
                     return Ok((v, kind));
                 }
             }
         }
-        // Any other hashable: the runtime maps it to an id per owner id.
-        let id = self
-            .runtime
-            .bind(py)
-            .call_method1("_key_id", (self.owner.id(), key))?
-            .extract::<u64>()?;
+        // Any other hashable: mapped to an id per owner id.
+        let id = keys::key_id(py, &self.inner, self.owner.id(), key)?;
         let kind = if is_immutable_value(key) {
             KeyKind::Value(key.clone().unbind())
         } else {
@@ -250,20 +245,14 @@ impl NativeOwner {
     }
 
     /// Like `revoke()`, and the runtime forgets the owner once its timers have ended.
-    fn release(slf: &Bound<'_, Self>) -> PyResult<()> {
-        let py = slf.py();
-        let this = slf.get();
+    fn release(&self, py: Python<'_>) -> PyResult<()> {
+        let this = self;
         this.check_open(py)?;
-        // The runtime drops its key map of the owner id under the same lock.
-        this.runtime
-            .bind(py)
-            .call_method1("_release_owner", (this.owner.id(), slf))?;
-        Ok(())
-    }
-
-    /// The release itself (called by `Runtime._release_owner` under its key lock).
-    fn _release_authority(&self, py: Python<'_>) -> PyResult<()> {
-        self.owner.release().map_err(|e| to_py(py, e))
+        // The key maps go first: a registration racing the release under this authority
+        // fails with it, and an authority acquired after maps its keys afresh.
+        let maps = this.inner.keys.with(py, |k| k.remove(this.owner.id()));
+        drop(maps);
+        this.owner.release().map_err(|e| to_py(py, e))
     }
 
     #[pyo3(

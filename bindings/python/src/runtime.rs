@@ -19,6 +19,7 @@ use crate::dispatch::{pump, NativeDispatcher, PumpResult};
 use crate::errors::to_py;
 use crate::gil_cell::GilCell;
 use crate::inner::{DispatchState, Inner, AUTO_KEY_BASE, MODE_MANUAL, NEXT_INNER_ID};
+use crate::keys::KeyMaps;
 use crate::objects::PyObjects;
 use crate::owner::NativeOwner;
 use crate::waiters::Waiters;
@@ -126,6 +127,7 @@ impl NativeRuntime {
                 budget: OnceLock::new(),
                 dispatchers: AtomicUsize::new(0),
                 waiters: Mutex::new(Waiters::default()),
+                keys: GilCell::new(KeyMaps::default()),
             }),
         })
     }
@@ -142,6 +144,8 @@ impl NativeRuntime {
         if let Some(w) = self.inner.waiters.try_lock() {
             w.visit(&visit)?;
         }
+        // SAFETY: a GC callback of the object owning the cell.
+        unsafe { self.inner.keys.during_gc() }.visit(&visit)?;
         Ok(())
     }
 
@@ -156,6 +160,8 @@ impl NativeRuntime {
         };
         drop(taken);
         drop(self.inner.waiters.lock().drain());
+        // SAFETY: a GC callback of the object owning the cell.
+        drop(unsafe { self.inner.keys.during_gc() }.take_all());
     }
 
     /// Remembers `runtime_ref` (a `weakref.ref` to the Python `Runtime`).
@@ -206,11 +212,6 @@ impl NativeRuntime {
             owner,
             lease_ns,
         ))
-    }
-
-    /// A fresh key id for a key that is not a plain int.
-    fn next_key(&self) -> u64 {
-        self.inner.next_key.fetch_add(1, Ordering::Relaxed)
     }
 
     /// One exchange and the batch it returned (see [`pump`]).

@@ -14,7 +14,7 @@ use crate::durations::opt_nanos;
 use crate::errors::{reason_code, to_py};
 use crate::host::helpers;
 use crate::inner::{Inner, MODE_ASYNCIO, SLICE};
-use crate::waiters::Waiter;
+use crate::waiters::{resolved_future, Waiter};
 
 #[pyclass(module = "spot_timer", name = "Timer", frozen, weakref)]
 // Not tracked by the garbage collector (no `__traverse__`), so a million timers cost a
@@ -164,11 +164,7 @@ impl NativeTimer {
             return Ok(k.clone_ref(py));
         }
         if self.key_mapped {
-            if let Some(rt) = self.inner.host(py) {
-                return Ok(rt
-                    .call_method1("_key_name", (self.owner_id, self.key))?
-                    .unbind());
-            }
+            return crate::keys::key_name(py, &self.inner, self.owner_id, self.key);
         }
         Ok(self.key.into_pyobject(py)?.into_any().unbind())
     }
@@ -259,13 +255,8 @@ impl NativeTimer {
             ),
             Err(e) => return Err(to_py(py, e)),
         };
-        let h = helpers(py)?;
         if let Some(r) = known {
-            let (ok, value) = match r {
-                Ok(reason) => (true, h.end_reason(py, reason_code(reason))),
-                Err(e) => (false, to_py(py, e).into_value(py).into_any()),
-            };
-            return Ok(h.done_future.bind(py).call1((ok, value))?.unbind());
+            return resolved_future(py, r);
         }
         // Ends later (its record is with the host): the result comes as a notice.
         let fut = py

@@ -72,10 +72,7 @@ impl Waiter {
     /// event loop's thread at once, from any other through `call_soon_threadsafe`; a
     /// future already done (cancelled by its awaiter) stays as it is.
     pub fn resolve(self, py: Python<'_>, result: EndResult) -> PyResult<()> {
-        let (ok, value) = match result {
-            Ok(reason) => (true, helpers(py)?.end_reason(py, reason_code(reason))),
-            Err(e) => (false, to_py(py, e).into_value(py).into_any()),
-        };
+        let (ok, value) = result_value(py, result)?;
         let settle = settle_fn(py)?;
         match &self.event_loop {
             Some(lp) if !on_loop_thread(py, lp.bind(py))? => {
@@ -96,6 +93,37 @@ impl Waiter {
             .unwrap_or(Ok(EndReason::RuntimeClosed));
         self.resolve(py, result)
     }
+}
+
+/// `(true, EndReason member)` or `(false, the cleanup failure's exception)`.
+fn result_value(py: Python<'_>, result: EndResult) -> PyResult<(bool, Py<PyAny>)> {
+    Ok(match result {
+        Ok(reason) => (true, helpers(py)?.end_reason(py, reason_code(reason))),
+        Err(e) => (false, to_py(py, e).into_value(py).into_any()),
+    })
+}
+
+static FUTURE: PyOnceLock<(Py<PyAny>, Py<PyAny>)> = PyOnceLock::new();
+
+/// A `concurrent.futures.Future` born resolved with `result` (a cancel whose result was
+/// known at once). Its state never changes, so it shares one condition with every other
+/// such future instead of making a lock of its own.
+pub fn resolved_future(py: Python<'_>, result: EndResult) -> PyResult<Py<PyAny>> {
+    let (cls, condition) = FUTURE.get_or_try_init(py, || {
+        let cls = py.import("concurrent.futures")?.getattr("Future")?;
+        let condition = py.import("threading")?.getattr("Condition")?.call0()?;
+        Ok::<_, PyErr>((cls.unbind(), condition.unbind()))
+    })?;
+    let cls = cls.bind(py);
+    let fut = cls.call_method1("__new__", (cls,))?;
+    let (ok, value) = result_value(py, result)?;
+    fut.setattr("_condition", condition)?;
+    fut.setattr("_state", "FINISHED")?;
+    fut.setattr("_result", if ok { value.clone_ref(py) } else { py.None() })?;
+    fut.setattr("_exception", if ok { py.None() } else { value })?;
+    fut.setattr("_waiters", pyo3::types::PyList::empty(py))?;
+    fut.setattr("_done_callbacks", pyo3::types::PyList::empty(py))?;
+    Ok(fut.unbind())
 }
 
 fn on_loop_thread(py: Python<'_>, event_loop: &Bound<'_, PyAny>) -> PyResult<bool> {

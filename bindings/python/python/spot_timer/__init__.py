@@ -236,25 +236,7 @@ class TimerStats:
 
 def _nanos(value: object, name: str) -> int:
     """A duration (float/int seconds or timedelta) as non-negative integer nanoseconds."""
-    if isinstance(value, bool):
-        raise ArgumentTypeError(f"{name} must be seconds (int/float) or a timedelta, not bool")
-    if isinstance(value, datetime.timedelta):
-        ns = (value // datetime.timedelta(microseconds=1)) * 1000
-    elif isinstance(value, int):
-        ns = value * 1_000_000_000
-    elif isinstance(value, float):
-        if not math.isfinite(value):
-            raise InvalidDurationError(f"{name} must be a finite number of seconds, got {value!r}")
-        ns = round(value * 1e9)
-    else:
-        raise ArgumentTypeError(
-            f"{name} must be seconds (int/float) or a timedelta, not {type(value).__name__}"
-        )
-    if ns < 0:
-        raise InvalidDurationError(f"{name} must not be negative, got {value!r}")
-    if ns > _U64_MAX:
-        raise InvalidDurationError(f"{name} is too large: {value!r}")
-    return ns
+    return _native.nanos(value, name)
 
 
 def _opt_nanos(value: object, name: str) -> Optional[int]:
@@ -355,12 +337,6 @@ class Runtime:
         self._exc_handler: ExceptionHandler = exception_handler or _default_exception_handler
         self._native.set_exception_handler(self._exc_handler)
         self._closed = False
-        self._lock = threading.Lock()
-        # Per owner id: its non-int keys -> key ids (dropped when the owner is released).
-        self._key_ids: Dict[int, Dict[Hashable, int]] = {}
-        # Key id -> key, for keys a Timer does not keep itself (objects that could refer
-        # back to the timer: kept here, where the garbage collector sees them).
-        self._key_names: Dict[int, Dict[int, Hashable]] = {}
         self._threads: List[threading.Thread] = []
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._fd = -1
@@ -461,37 +437,6 @@ class Runtime:
                 raise ArgumentTypeError(f"gate must be a GateMode, not {gate!r}")
         owner: Owner = self._native.acquire_owner(self, id, lease_ns, gate == GateMode.CONCURRENT)
         return owner
-
-    def _key_id(self, owner_id: int, key: Hashable) -> int:
-        # Called by Owner.every/after for keys that are not plain ints.
-        try:
-            hash(key)
-        except TypeError:
-            raise ArgumentTypeError(f"key must be hashable, not {type(key).__name__}") from None
-        with self._lock:
-            keys = self._key_ids.setdefault(owner_id, {})
-            k = keys.get(key)
-            if k is None:
-                k = self._native.next_key()
-                keys[key] = k
-                self._key_names.setdefault(owner_id, {})[k] = key
-        return int(k)
-
-    def _name_key(self, owner_id: int, key_id: int, key: Hashable) -> None:
-        # An int subclass used as a key (an IntEnum member): its id is its value.
-        with self._lock:
-            self._key_names.setdefault(owner_id, {})[key_id] = key
-
-    def _key_name(self, owner_id: int, key_id: int) -> Hashable:
-        return self._key_names.get(owner_id, {}).get(key_id, key_id)
-
-    def _release_owner(self, owner_id: int, owner: Any) -> None:
-        # Under the key lock: an authority acquired for the id before the release makes it
-        # fail (nothing is dropped); one acquired after maps its keys afresh.
-        with self._lock:
-            owner._release_authority()
-            self._key_ids.pop(owner_id, None)
-            self._key_names.pop(owner_id, None)
 
     def cancel(self, timer: "Timer", timeout: Optional[Duration] = None) -> Optional[EndReason]:
         """Cancels ``timer`` (which must belong to this runtime) and waits for its result
@@ -677,25 +622,6 @@ def _on_loop_thread(loop: asyncio.AbstractEventLoop) -> bool:
         return False
 
 
-class _DoneFuture(concurrent.futures.Future):  # type: ignore[type-arg]
-    """A future born resolved (a cancel whose result was known at once): no lock or
-    condition of its own, since its state never changes."""
-
-    _shared_condition = threading.Condition()
-
-    def __init__(self, ok: bool, value: Any) -> None:  # noqa: D401 - no super().__init__
-        self._condition = self._shared_condition
-        self._state = "FINISHED"
-        self._waiters: List[Any] = []
-        self._done_callbacks: List[Any] = []
-        if ok:
-            self._result = value
-            self._exception = None
-        else:
-            self._result = None
-            self._exception = value
-
-
 async def _cancel_async(timer: Any) -> EndReason:
     loop = asyncio.get_running_loop()
     fut: "asyncio.Future[EndReason]" = loop.create_future()
@@ -749,4 +675,4 @@ def _close_all_at_exit() -> None:
             pass
 
 
-_native.configure(_nanos, EndReason, TimerStats, _DoneFuture, _cancel_async)
+_native.configure(EndReason, TimerStats, _cancel_async)

@@ -32,6 +32,7 @@ __all__ = [
     "Kept",
     "Pass",
     "configure",
+    "nanos",
     "MODE_MANUAL",
     "MODE_THREAD",
     "MODE_ASYNCIO",
@@ -61,12 +62,11 @@ LIFECYCLE_APPLICATION_LANE: Tuple[int, int]
 LIFECYCLE_LIFECYCLE_LANE: Tuple[int, int]
 
 def configure(
-    nanos: Callable[[object, str], int],
     end_reason: Callable[[int], Any],
     timer_stats: Callable[..., Any],
-    done_future: Callable[[bool, Any], Any],
     cancel_async: Callable[[Any], Any],
 ) -> None: ...
+def nanos(value: object, name: str) -> int: ...
 
 @final
 class ManualClock:
@@ -114,7 +114,6 @@ class Runtime:
     def acquire_owner(
         self, runtime: Any, owner_id: int, lease_ns: Optional[int] = None, concurrent: bool = False
     ) -> Owner: ...
-    def next_key(self) -> int: ...
     def pump(
         self,
         timeout_ns: Optional[int] = None,

@@ -1,0 +1,114 @@
+//! Keys that are not plain ints (strings, tuples, enum members, any hashable): the core
+//! names a timer by a `u64` key, so each owner id maps such keys to ids from the upper half
+//! (`AUTO_KEY_BASE`), and an id back to the key a `Timer` reports. The maps are Python
+//! dicts, so a key's own hash and equality decide; they go when the owner is released.
+//!
+//! Every `GilCell` closure here only hands out or takes the dicts: the dict operations,
+//! which may run a key's `__hash__` / `__eq__`, run outside it.
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+
+use pyo3::exceptions::PyTypeError;
+use pyo3::gc::PyVisit;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use pyo3::PyTraverseError;
+
+use crate::errors::py_error;
+use crate::inner::Inner;
+
+/// One owner id's maps: key → id, and id → key for the keys a `Timer` does not keep itself.
+pub struct OwnerKeys {
+    ids: Py<PyDict>,
+    names: Py<PyDict>,
+}
+
+/// The maps of every owner id that registered such a key.
+#[derive(Default)]
+pub struct KeyMaps {
+    by_owner: HashMap<u64, OwnerKeys>,
+}
+
+impl KeyMaps {
+    fn dicts(&mut self, py: Python<'_>, owner: u64) -> (Py<PyDict>, Py<PyDict>) {
+        let k = self.by_owner.entry(owner).or_insert_with(|| OwnerKeys {
+            ids: PyDict::new(py).unbind(),
+            names: PyDict::new(py).unbind(),
+        });
+        (k.ids.clone_ref(py), k.names.clone_ref(py))
+    }
+
+    /// Takes owner `owner`'s maps out (the caller drops them outside the cell).
+    pub fn remove(&mut self, owner: u64) -> Option<OwnerKeys> {
+        self.by_owner.remove(&owner)
+    }
+
+    /// Takes every map out (a close, the garbage collector's clear).
+    pub fn take_all(&mut self) -> HashMap<u64, OwnerKeys> {
+        std::mem::take(&mut self.by_owner)
+    }
+
+    /// The dicts, for the garbage collector.
+    pub fn visit(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
+        for k in self.by_owner.values() {
+            visit.call(&k.ids)?;
+            visit.call(&k.names)?;
+        }
+        Ok(())
+    }
+}
+
+/// The id of `key` under owner id `owner`: the one it got before, else a fresh one.
+pub fn key_id(py: Python<'_>, inner: &Inner, owner: u64, key: &Bound<'_, PyAny>) -> PyResult<u64> {
+    if let Err(e) = key.hash() {
+        if e.is_instance_of::<PyTypeError>(py) {
+            let ty = key.get_type().name()?;
+            return Err(py_error(
+                py,
+                "ArgumentTypeError",
+                format!("key must be hashable, not {ty}"),
+            ));
+        }
+        return Err(e);
+    }
+    let (ids, names) = inner.keys.with(py, |k| k.dicts(py, owner));
+    let fresh = inner.next_key.fetch_add(1, Ordering::Relaxed);
+    // One dict operation: two threads mapping the same new key get the same id.
+    let id: u64 = ids
+        .bind(py)
+        .call_method1("setdefault", (key, fresh))?
+        .extract()?;
+    if id == fresh {
+        names.bind(py).set_item(fresh, key)?;
+    }
+    Ok(id)
+}
+
+/// Files `key` as the name of id `id` (an int subclass, such as an `IntEnum` member, whose
+/// id is its value).
+pub fn name_key(
+    py: Python<'_>,
+    inner: &Inner,
+    owner: u64,
+    id: u64,
+    key: &Bound<'_, PyAny>,
+) -> PyResult<()> {
+    let (_, names) = inner.keys.with(py, |k| k.dicts(py, owner));
+    names.bind(py).set_item(id, key)
+}
+
+/// The key id `id` stands for under owner id `owner` (the id itself when none was filed).
+pub fn key_name(py: Python<'_>, inner: &Inner, owner: u64, id: u64) -> PyResult<Py<PyAny>> {
+    let names = inner.keys.with(py, |k| {
+        k.by_owner.get(&owner).map(|o| o.names.clone_ref(py))
+    });
+    if let Some(found) = names
+        .map(|n| n.bind(py).get_item(id))
+        .transpose()?
+        .flatten()
+    {
+        return Ok(found.unbind());
+    }
+    Ok(id.into_pyobject(py)?.into_any().unbind())
+}
