@@ -18,7 +18,7 @@ use pyo3::types::PyList;
 use spot_timer_core::driver::{Driver, Host, Pass, Ticket, TimerSource, Verdict};
 use spot_timer_core::{Error, Outcome, Record};
 
-use crate::errors::{py_error, to_py};
+use crate::errors::{py_error, to_py, Exc};
 use crate::inner::{record_wait, wait_readable, Inner, RecordWait, MODE_ASYNCIO, MODE_MANUAL};
 
 /// The driver a thread delivers one runtime's records with.
@@ -546,7 +546,7 @@ impl PyTimerHost<'_, '_> {
                 let _ = res.call_method0("close");
                 let err = py_error(
                     py,
-                    "ArgumentTypeError",
+                    Exc::ArgumentType,
                     "the handler returned a coroutine, but coroutine handlers need the \
                      asyncio delivery mode"
                         .into(),

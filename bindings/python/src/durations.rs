@@ -5,7 +5,7 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDelta, PyDeltaAccess, PyFloat, PyInt};
 
-use crate::errors::py_error;
+use crate::errors::{py_error, Exc};
 
 /// 2^64 as a float: the first value that does not fit in `u64`.
 const U64_LIMIT: f64 = 18_446_744_073_709_551_616.0;
@@ -17,14 +17,14 @@ pub fn nanos(py: Python<'_>, value: &Bound<'_, PyAny>, name: &str) -> PyResult<u
     let too_large = || {
         py_error(
             py,
-            "InvalidDurationError",
+            Exc::InvalidDuration,
             format!("{name} is too large: {}", repr(value)),
         )
     };
     let negative = || {
         py_error(
             py,
-            "InvalidDurationError",
+            Exc::InvalidDuration,
             format!("{name} must not be negative, got {}", repr(value)),
         )
     };
@@ -33,7 +33,7 @@ pub fn nanos(py: Python<'_>, value: &Bound<'_, PyAny>, name: &str) -> PyResult<u
         if !x.is_finite() {
             return Err(py_error(
                 py,
-                "InvalidDurationError",
+                Exc::InvalidDuration,
                 format!(
                     "{name} must be a finite number of seconds, got {}",
                     repr(value)
@@ -78,7 +78,7 @@ pub fn nanos(py: Python<'_>, value: &Bound<'_, PyAny>, name: &str) -> PyResult<u
     };
     Err(py_error(
         py,
-        "ArgumentTypeError",
+        Exc::ArgumentType,
         format!("{name} must be seconds (int/float) or a timedelta, not {kind}"),
     ))
 }

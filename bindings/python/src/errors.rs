@@ -1,55 +1,52 @@
-//! The one mapping of core errors to the exception classes of `spot_timer._errors`.
+//! The one mapping of core errors to the exception classes (`exceptions.rs`), and the
+//! helpers that raise one.
 
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
 use pyo3::types::PyDict;
 
 use spot_timer_core::{EndReason, Error};
 
-static ERRORS: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
+pub use crate::exceptions::Exc;
 
-fn errors_module(py: Python<'_>) -> PyResult<&Bound<'_, PyModule>> {
-    ERRORS
-        .get_or_try_init(py, || py.import("spot_timer._errors").map(|m| m.unbind()))
-        .map(|m| m.bind(py))
+/// The exception `exc` with `msg`.
+pub fn py_error(py: Python<'_>, exc: Exc, msg: String) -> PyErr {
+    crate::exceptions::new_err(py, exc, msg)
 }
 
-/// Builds the exception of class `name` (defined in `spot_timer._errors`) with `msg`.
-pub fn py_error(py: Python<'_>, name: &str, msg: String) -> PyErr {
-    py_error_with(py, name, msg, None)
-}
-
-/// [`py_error`] with keyword arguments for the class's attributes (`spot_id=...`).
+/// [`py_error`] with the class's attributes (`spot_id=...`) from `attrs`.
 pub fn py_error_with(
     py: Python<'_>,
-    name: &str,
+    exc: Exc,
     msg: String,
-    kwargs: Option<&Bound<'_, PyDict>>,
+    attrs: Option<&Bound<'_, PyDict>>,
 ) -> PyErr {
-    match errors_module(py).and_then(|m| m.getattr(name)) {
-        Ok(cls) => match cls.call((msg,), kwargs) {
-            Ok(exc) => PyErr::from_value(exc),
-            Err(e) => e,
-        },
-        Err(e) => e,
-    }
+    let attrs: Vec<(String, Bound<'_, PyAny>)> = attrs
+        .map(|d| {
+            d.iter()
+                .filter_map(|(k, v)| Some((k.extract::<String>().ok()?, v)))
+                .collect()
+        })
+        .unwrap_or_default();
+    let refs: Vec<(&str, Bound<'_, PyAny>)> =
+        attrs.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+    crate::exceptions::new_err_with(py, exc, msg, &refs)
 }
 
-fn error_class(e: &Error) -> &'static str {
+fn error_class(e: &Error) -> Exc {
     match e {
-        Error::InvalidArgument(_) => "InvalidArgumentError",
-        Error::UnknownOwner(_) => "UnknownOwnerError",
-        Error::LeaseExpired => "LeaseExpiredError",
-        Error::Revoked => "RevokedError",
-        Error::StaleHandle => "StaleHandleError",
-        Error::InvalidCompletion(_) => "InvalidCompletionError",
-        Error::Timeout => "CancelTimeoutError",
-        Error::WouldDeadlock => "WouldDeadlockError",
-        Error::CleanupFailed(_) => "CleanupFailedError",
-        Error::Closed => "RuntimeClosedError",
-        Error::NotManualClock => "NotManualClockError",
-        Error::CapacityExhausted(_) => "CapacityExhaustedError",
-        Error::Os(_) => "NativeOSError",
+        Error::InvalidArgument(_) => Exc::InvalidArgument,
+        Error::UnknownOwner(_) => Exc::UnknownOwner,
+        Error::LeaseExpired => Exc::LeaseExpired,
+        Error::Revoked => Exc::Revoked,
+        Error::StaleHandle => Exc::StaleHandle,
+        Error::InvalidCompletion(_) => Exc::InvalidCompletion,
+        Error::Timeout => Exc::CancelTimeout,
+        Error::WouldDeadlock => Exc::WouldDeadlock,
+        Error::CleanupFailed(_) => Exc::CleanupFailed,
+        Error::Closed => Exc::RuntimeClosed,
+        Error::NotManualClock => Exc::NotManualClock,
+        Error::CapacityExhausted(_) => Exc::CapacityExhausted,
+        Error::Os(_) => Exc::NativeOS,
     }
 }
 
@@ -84,7 +81,7 @@ pub fn check_metric_prefix(py: Python<'_>, prefix: &str) -> PyResult<()> {
     }
     Err(py_error(
         py,
-        "InvalidArgumentError",
+        Exc::InvalidArgument,
         format!("prefix {prefix:?} is not a metric name ([a-zA-Z_][a-zA-Z0-9_]*)"),
     ))
 }

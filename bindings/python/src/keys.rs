@@ -15,7 +15,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use pyo3::PyTraverseError;
 
-use crate::errors::py_error;
+use crate::errors::{py_error, Exc};
 use crate::inner::Inner;
 
 /// One owner id's maps: key → id, and id → key for the keys a `Timer` does not keep itself.
@@ -66,7 +66,7 @@ pub fn key_id(py: Python<'_>, inner: &Inner, owner: u64, key: &Bound<'_, PyAny>)
             let ty = key.get_type().name()?;
             return Err(py_error(
                 py,
-                "ArgumentTypeError",
+                Exc::ArgumentType,
                 format!("key must be hashable, not {ty}"),
             ));
         }

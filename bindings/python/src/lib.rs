@@ -17,6 +17,7 @@
 mod dispatch;
 mod durations;
 mod errors;
+mod exceptions;
 mod gil_cell;
 mod host;
 mod inner;
@@ -53,6 +54,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         .map(|r| (r.code(), r.name()))
         .collect();
     m.add("END_REASONS", reasons)?;
+    exceptions::register(m)?;
     lifecycle::register(m)?;
     Ok(())
 }

@@ -14,7 +14,7 @@ use pyo3::PyTraverseError;
 use spot_timer_core::{Error, OverrunPolicy, Owner, TimerSpec};
 
 use crate::durations::{nanos, opt_nanos};
-use crate::errors::{py_error, to_py};
+use crate::errors::{py_error, to_py, Exc};
 use crate::inner::{Inner, AUTO_KEY_BASE, SLICE};
 use crate::keys;
 use crate::timer::{KeyKind, NativeTimer};
@@ -48,11 +48,7 @@ impl NativeOwner {
 
     fn check_open(&self, py: Python<'_>) -> PyResult<()> {
         if self.inner.is_closed() {
-            return Err(py_error(
-                py,
-                "RuntimeClosedError",
-                "runtime is closed".into(),
-            ));
+            return Err(py_error(py, Exc::RuntimeClosed, "runtime is closed".into()));
         }
         Ok(())
     }
@@ -171,7 +167,7 @@ pub fn check_callable(py: Python<'_>, obj: &Bound<'_, PyAny>, name: &str) -> PyR
     let ty = obj.get_type().name()?;
     Err(py_error(
         py,
-        "HandlerNotCallableError",
+        Exc::HandlerNotCallable,
         format!("{name} must be callable, got {ty}"),
     ))
 }
@@ -187,7 +183,7 @@ fn policy_code(py: Python<'_>, policy: Option<&Bound<'_, PyAny>>) -> PyResult<u3
     }
     Err(py_error(
         py,
-        "ArgumentTypeError",
+        Exc::ArgumentType,
         format!("policy must be an OverrunPolicy, not {}", p.repr()?),
     ))
 }
@@ -229,7 +225,7 @@ impl NativeOwner {
         if lease_ns == Some(0) {
             return Err(py_error(
                 py,
-                "InvalidDurationError",
+                Exc::InvalidDuration,
                 "lease must be greater than zero".into(),
             ));
         }
@@ -276,7 +272,7 @@ impl NativeOwner {
         if period_ns == 0 {
             return Err(py_error(
                 py,
-                "InvalidDurationError",
+                Exc::InvalidDuration,
                 "period must be greater than zero".into(),
             ));
         }
@@ -291,7 +287,7 @@ impl NativeOwner {
                 let ty = m.get_type().name()?;
                 return Err(py_error(
                     py,
-                    "ArgumentTypeError",
+                    Exc::ArgumentType,
                     format!("max_catch_up_ticks must be an int, not {ty}"),
                 ));
             }
@@ -301,7 +297,7 @@ impl NativeOwner {
             if !(1..=i128::from(I32_MAX as u32)).contains(&mct) {
                 return Err(py_error(
                     py,
-                    "InvalidArgumentError",
+                    Exc::InvalidArgument,
                     format!(
                         "max_catch_up_ticks must be in 1..={I32_MAX} with CATCH_UP_BOUNDED, got {}",
                         max_catch_up_ticks

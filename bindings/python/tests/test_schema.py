@@ -49,9 +49,9 @@ def test_node_stats_fields_are_the_lifecycles_list_in_every_python_place():
 
 def test_every_exception_the_native_module_raises_is_a_class_of_the_package():
     """The native module names its exception classes (`py_error(py, "XError", ...)` and the
-    core error mapping): each is a `SpotTimerError` of `spot_timer._errors`, exported by the
+    core error mapping): each is a `SpotTimerError` of the native module, exported by the
     package and listed in its ``__all__``."""
-    from spot_timer import _errors
+    from spot_timer import _native as _errors
 
     names = set()
     for f in NATIVE_SRC.rglob("*.rs"):

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, Hashable, List, Literal, Optional, Tuple, Union
 
 from . import _native
-from ._errors import (
+from ._native import (
     ArgumentTypeError,
     CancelTimeoutError,
     CapacityExceededError,

@@ -18,11 +18,42 @@ from .lifecycle import (
     Location,
     NodeStats,
     RecordHandler,
+    Queue,
     RelocationTarget,
     SpotKind,
+    StaleReason,
 )
 
 __all__ = [
+    "SpotTimerError",
+    "InvalidArgumentError",
+    "InvalidDurationError",
+    "ArgumentTypeError",
+    "HandlerNotCallableError",
+    "UnknownOwnerError",
+    "LeaseExpiredError",
+    "RevokedError",
+    "StaleHandleError",
+    "ForeignTimerError",
+    "InvalidCompletionError",
+    "CancelTimeoutError",
+    "WouldDeadlockError",
+    "CleanupFailedError",
+    "RuntimeClosedError",
+    "NotManualClockError",
+    "CapacityExhaustedError",
+    "NativeOSError",
+    "DispatchModeError",
+    "NotFoundError",
+    "StaleRouteError",
+    "CapacityExceededError",
+    "UnavailableError",
+    "CreationFailedError",
+    "WrongKindError",
+    "InvalidKindError",
+    "LocationStoreError",
+    "StoreKindError",
+    "NodeClosedError",
     "ManualClock",
     "Runtime",
     "Owner",
@@ -304,3 +335,45 @@ class Node:
     def shutdown(self) -> None: ...
     def __enter__(self) -> Node: ...
     def __exit__(self, *_exc: object) -> None: ...
+
+# The exception tree (made by the native module; the package re-exports it).
+class SpotTimerError(Exception): ...
+class InvalidArgumentError(SpotTimerError, ValueError): ...
+class InvalidDurationError(InvalidArgumentError): ...
+class ArgumentTypeError(SpotTimerError, TypeError): ...
+class HandlerNotCallableError(ArgumentTypeError): ...
+class UnknownOwnerError(SpotTimerError, LookupError): ...
+class LeaseExpiredError(SpotTimerError): ...
+class RevokedError(SpotTimerError): ...
+class StaleHandleError(SpotTimerError): ...
+class ForeignTimerError(StaleHandleError): ...
+class InvalidCompletionError(SpotTimerError): ...
+class CancelTimeoutError(SpotTimerError, TimeoutError): ...
+class WouldDeadlockError(SpotTimerError, RuntimeError): ...
+class CleanupFailedError(SpotTimerError): ...
+class RuntimeClosedError(SpotTimerError): ...
+class NotManualClockError(SpotTimerError): ...
+class CapacityExhaustedError(SpotTimerError): ...
+class NativeOSError(SpotTimerError, OSError): ...
+class DispatchModeError(SpotTimerError): ...
+class NotFoundError(SpotTimerError, LookupError):
+    spot_id: Optional[int]
+class StaleRouteError(SpotTimerError):
+    spot_id: Optional[int]
+    reason: Optional[StaleReason]
+class CapacityExceededError(SpotTimerError):
+    queue: Optional[Queue]
+class UnavailableError(SpotTimerError):
+    spot_id: Optional[int]
+    may_have_run: Optional[bool]
+class CreationFailedError(SpotTimerError):
+    spot_id: Optional[int]
+    message: Optional[str]
+class WrongKindError(SpotTimerError):
+    spot_id: Optional[int]
+    expected: Optional[SpotKind]
+    actual: Optional[SpotKind]
+class InvalidKindError(InvalidArgumentError): ...
+class LocationStoreError(SpotTimerError): ...
+class StoreKindError(SpotTimerError, TypeError): ...
+class NodeClosedError(RuntimeClosedError): ...

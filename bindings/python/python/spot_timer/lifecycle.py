@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Callable, Literal, NamedTuple, Optional
 
 from . import _native
-from ._errors import (
+from ._native import (
     CapacityExceededError,
     CreationFailedError,
     InvalidKindError,

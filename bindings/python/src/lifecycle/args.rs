@@ -10,7 +10,7 @@ use pyo3::types::{PyBool, PyByteArray, PyBytes, PyInt, PyMemoryView, PyString};
 use spot_lifecycle::{LaneKind, LaneLimits, NodeConfig, SpotKind};
 
 use crate::durations::nanos;
-use crate::errors::py_error;
+use crate::errors::{py_error, Exc};
 
 /// An optional argument whose default is not `None` (the default is the Rust side's):
 /// `Default` when the caller left it out, else what was given, `None` included.
@@ -53,7 +53,7 @@ pub fn u64_arg(py: Python<'_>, obj: &Bound<'_, PyAny>, name: &str) -> PyResult<u
     if !is_int(obj) {
         return Err(py_error(
             py,
-            "ArgumentTypeError",
+            Exc::ArgumentType,
             format!("{name} must be an int, not {}", type_name(obj)),
         ));
     }
@@ -61,7 +61,7 @@ pub fn u64_arg(py: Python<'_>, obj: &Bound<'_, PyAny>, name: &str) -> PyResult<u
         let shown = obj.repr().map(|r| r.to_string()).unwrap_or_default();
         py_error(
             py,
-            "InvalidArgumentError",
+            Exc::InvalidArgument,
             format!("{name} must be in 0..2**64-1, got {shown}"),
         )
     })
@@ -73,7 +73,7 @@ pub fn bool_arg(py: Python<'_>, obj: &Bound<'_, PyAny>, name: &str) -> PyResult<
         Ok(b) => Ok(b.is_true()),
         Err(_) => Err(py_error(
             py,
-            "ArgumentTypeError",
+            Exc::ArgumentType,
             format!("{name} must be a bool, not {}", type_name(obj)),
         )),
     }
@@ -85,7 +85,7 @@ pub fn kind_arg(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<SpotKind> {
     if !is_int(obj) {
         return Err(py_error(
             py,
-            "ArgumentTypeError",
+            Exc::ArgumentType,
             format!("kind must be a SpotKind, not {}", type_name(obj)),
         ));
     }
@@ -96,7 +96,7 @@ pub fn kind_arg(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<SpotKind> {
             obj.repr().map(|r| r.to_string()).unwrap_or_default()
         )),
     };
-    r.map_err(|msg| py_error(py, "InvalidKindError", msg))
+    r.map_err(|msg| py_error(py, Exc::InvalidKind, msg))
 }
 
 /// A lane: `Lane.APPLICATION` (0) or `Lane.LIFECYCLE` (1).
@@ -110,13 +110,13 @@ pub fn lane_arg(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<LaneKind> {
         let shown = obj.repr().map(|r| r.to_string()).unwrap_or_default();
         return Err(py_error(
             py,
-            "InvalidArgumentError",
+            Exc::InvalidArgument,
             format!("lane must be Lane.APPLICATION (0) or Lane.LIFECYCLE (1), got {shown}"),
         ));
     }
     Err(py_error(
         py,
-        "ArgumentTypeError",
+        Exc::ArgumentType,
         format!("lane must be a Lane, not {}", type_name(obj)),
     ))
 }
@@ -127,7 +127,7 @@ pub fn listen_arg(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Option<Soc
     let Ok(text) = obj.cast::<PyString>() else {
         return Err(py_error(
             py,
-            "ArgumentTypeError",
+            Exc::ArgumentType,
             format!(
                 "listen must be a str \"IP:PORT\" or None, not {}",
                 type_name(obj)
@@ -156,7 +156,7 @@ pub fn payload_arg(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Box<[u8]>
     };
     Err(py_error(
         py,
-        "ArgumentTypeError",
+        Exc::ArgumentType,
         format!(
             "payload must be bytes, bytearray or memoryview, not {}{hint}",
             type_name(obj)
@@ -177,7 +177,7 @@ pub fn limits_arg(
     let bad = || {
         py_error(
             py,
-            "ArgumentTypeError",
+            Exc::ArgumentType,
             format!(
                 "{name} must be a pair (items, bytes) of ints, not {}",
                 obj.repr().map(|r| r.to_string()).unwrap_or_default()
@@ -222,7 +222,7 @@ pub fn positive(py: Python<'_>, d: Option<Duration>, name: &str) -> PyResult<Opt
     if d == Some(Duration::ZERO) {
         return Err(py_error(
             py,
-            "InvalidDurationError",
+            Exc::InvalidDuration,
             format!("{name} must be greater than zero"),
         ));
     }

@@ -23,7 +23,7 @@ use super::callbacks::Callbacks;
 use super::errors::to_py;
 use super::record::PySpotRecord;
 use crate::dispatch::{is_coroutine, OnThisThread};
-use crate::errors::py_error;
+use crate::errors::{py_error, Exc};
 use crate::inner::wait_slice;
 
 /// A node's driver, kept between dispatches (it holds the rest of a stopped batch). A
@@ -141,7 +141,7 @@ impl PyNodeHost<'_, '_> {
                 let _ = res.call_method0("close");
                 let err = py_error(
                     py,
-                    "ArgumentTypeError",
+                    Exc::ArgumentType,
                     "the handler returned a coroutine; Node.dispatch() runs handlers \
                      synchronously (await inside a task of your own instead)"
                         .into(),

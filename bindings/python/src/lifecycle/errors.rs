@@ -1,4 +1,4 @@
-//! The one mapping of lifecycle errors to the exception classes of `spot_timer._errors`,
+//! The one mapping of lifecycle errors to the exception classes (`exceptions.rs`),
 //! each with the attributes it names (`spot_id`, `queue`, `reason`, `expected`, ...).
 
 use std::cell::RefCell;
@@ -10,7 +10,7 @@ use pyo3::types::PyDict;
 use spot_lifecycle::{LifecycleError, SpotId};
 
 use super::types::types;
-use crate::errors::{py_error, py_error_with};
+use crate::errors::{py_error, py_error_with, Exc};
 
 thread_local! {
     /// The exception a Python factory raised on this thread, for the `CreationFailed` error
@@ -51,23 +51,23 @@ fn build(py: Python<'_>, e: LifecycleError) -> PyResult<PyErr> {
     let name = match e {
         LifecycleError::NotFound(spot) => {
             kw.set_item("spot_id", spot.0)?;
-            "NotFoundError"
+            Exc::NotFound
         }
         LifecycleError::StaleRoute { spot, reason } => {
             kw.set_item("spot_id", spot.0)?;
             kw.set_item("reason", t.stale_reason(py, reason))?;
-            "StaleRouteError"
+            Exc::StaleRoute
         }
         LifecycleError::CapacityExceeded { queue } => {
             kw.set_item("queue", t.queue(py, queue))?;
-            "CapacityExceededError"
+            Exc::CapacityExceeded
         }
         LifecycleError::Unavailable {
             spot, may_have_run, ..
         } => {
             kw.set_item("spot_id", spot.0)?;
             kw.set_item("may_have_run", may_have_run)?;
-            "UnavailableError"
+            Exc::Unavailable
         }
         LifecycleError::CreationFailed { spot, message } => {
             let cause = match take_factory_error(spot) {
@@ -78,7 +78,7 @@ fn build(py: Python<'_>, e: LifecycleError) -> PyResult<PyErr> {
             };
             kw.set_item("spot_id", spot.0)?;
             kw.set_item("message", &*message)?;
-            let err = py_error_with(py, "CreationFailedError", msg, Some(&kw));
+            let err = py_error_with(py, Exc::CreationFailed, msg, Some(&kw));
             err.set_cause(py, cause);
             return Ok(err);
         }
@@ -90,11 +90,11 @@ fn build(py: Python<'_>, e: LifecycleError) -> PyResult<PyErr> {
             kw.set_item("spot_id", spot.0)?;
             kw.set_item("expected", t.spot_kind(py, expected))?;
             kw.set_item("actual", t.spot_kind(py, actual))?;
-            "WrongKindError"
+            Exc::WrongKind
         }
-        LifecycleError::InvalidKind(_) => return Ok(py_error(py, "InvalidKindError", msg)),
-        LifecycleError::InvalidArgument(_) => return Ok(py_error(py, "InvalidArgumentError", msg)),
-        LifecycleError::Store(_) => return Ok(py_error(py, "LocationStoreError", msg)),
+        LifecycleError::InvalidKind(_) => return Ok(py_error(py, Exc::InvalidKind, msg)),
+        LifecycleError::InvalidArgument(_) => return Ok(py_error(py, Exc::InvalidArgument, msg)),
+        LifecycleError::Store(_) => return Ok(py_error(py, Exc::LocationStore, msg)),
         LifecycleError::Closed | LifecycleError::Timer(spot_timer_core::Error::Closed) => {
             return Ok(closed(py))
         }
@@ -105,5 +105,5 @@ fn build(py: Python<'_>, e: LifecycleError) -> PyResult<PyErr> {
 
 /// `NodeClosedError`: the node was shut down.
 pub fn closed(py: Python<'_>) -> PyErr {
-    py_error(py, "NodeClosedError", "the node is shut down".into())
+    py_error(py, Exc::NodeClosed, "the node is shut down".into())
 }

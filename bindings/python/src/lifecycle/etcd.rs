@@ -19,7 +19,7 @@ use spot_lifecycle_etcd::{EtcdConfig, EtcdLocationStore};
 
 use super::args::{seconds, Arg};
 use super::errors::to_py;
-use crate::errors::py_error;
+use crate::errors::{py_error, Exc};
 
 fn type_name(obj: &Bound<'_, PyAny>) -> String {
     obj.get_type()
@@ -44,7 +44,7 @@ fn endpoints_arg(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Vec<String>
     let bad_type = || {
         py_error(
             py,
-            "ArgumentTypeError",
+            Exc::ArgumentType,
             format!(
                 "endpoints must be a str or a sequence of str, not {}",
                 type_name(obj)
@@ -61,7 +61,7 @@ fn endpoints_arg(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Vec<String>
         let s = item.cast::<PyString>().map_err(|_| {
             py_error(
                 py,
-                "ArgumentTypeError",
+                Exc::ArgumentType,
                 format!("each endpoint must be a str, not {}", type_name(&item)),
             )
         })?;
@@ -87,7 +87,7 @@ pub fn config(
             .map_err(|_| {
                 py_error(
                     py,
-                    "ArgumentTypeError",
+                    Exc::ArgumentType,
                     format!("prefix must be a str, not {}", type_name(p)),
                 )
             })?

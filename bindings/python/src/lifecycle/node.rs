@@ -29,7 +29,7 @@ use super::dispatch::Delivery;
 use super::errors::{clear_factory_error, closed, to_py};
 use super::store::PyStore;
 use super::types::types;
-use crate::errors::py_error;
+use crate::errors::{py_error, Exc};
 use crate::owner::check_callable;
 
 #[pyclass(module = "spot_timer.lifecycle", name = "Node", frozen, weakref)]
@@ -148,7 +148,7 @@ impl PyNode {
                 .map_err(|_| {
                     py_error(
                         py,
-                        "ArgumentTypeError",
+                        Exc::ArgumentType,
                         format!(
                             "store must be a spot_timer.lifecycle.Store or None, not {}",
                             s.get_type()
@@ -384,7 +384,7 @@ impl PyNode {
             kw.set_item("actual", &kind_obj)?;
             return Err(crate::errors::py_error_with(
                 py,
-                "WrongKindError",
+                Exc::WrongKind,
                 format!("spot {id} is an Entry spot: the Entry Spot closes only with its node"),
                 Some(&kw),
             ));
@@ -557,7 +557,7 @@ impl PyNode {
         if !(1..=1 << 20).contains(&max) {
             return Err(py_error(
                 py,
-                "InvalidArgumentError",
+                Exc::InvalidArgument,
                 format!("max_records must be in 1..=1048576, got {max}"),
             ));
         }

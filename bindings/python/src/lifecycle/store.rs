@@ -19,7 +19,7 @@ use super::args::{u64_arg, Arg};
 use super::errors::to_py;
 use super::etcd::{self, SharedEtcd};
 use super::types::types;
-use crate::errors::py_error;
+use crate::errors::{py_error, Exc};
 
 /// The store behind a `Store` object.
 enum Backend {
@@ -68,7 +68,7 @@ impl PyStore {
             Backend::Embedded { store, .. } => Ok(store.clone()),
             Backend::Etcd(_) => Err(py_error(
                 py,
-                "StoreKindError",
+                Exc::StoreKind,
                 format!("{call} needs the embedded store (Store()), not an etcd store: {why}"),
             )),
         }
