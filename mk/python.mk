@@ -44,8 +44,8 @@ python-install: $(PY_INSTALLED)
 test-python: lint-python $(PY_INSTALLED) wheel pyright-examples
 	cd bindings/python && $(PY) -m pytest -q --timeout 120 tests
 
-# pyright (pinned, from npm into build/tools) on the examples, against the installed package
-# (mypy --strict runs in the pytest suite).
+# pyright (pinned, from npm into build/tools) on the examples and the package's own modules,
+# against the installed package (mypy --strict runs in the pytest suite).
 PYRIGHT_VERSION := 1.1.414
 PYRIGHT := $(TOOLS)/pyright-$(PYRIGHT_VERSION)/node_modules/.bin/pyright
 $(PYRIGHT):
@@ -53,7 +53,7 @@ $(PYRIGHT):
 	mkdir -p $(TOOLS)/pyright-$(PYRIGHT_VERSION)
 	cd $(TOOLS)/pyright-$(PYRIGHT_VERSION) && npm install --silent --no-audit --no-fund pyright@$(PYRIGHT_VERSION)
 pyright-examples: $(PYRIGHT) $(PY_INSTALLED)
-	$(PYRIGHT) --pythonpath $(PY) examples/python/*.py
+	$(PYRIGHT) --pythonpath $(PY) examples/python/*.py bindings/python/python/spot_timer
 
 lint-python: | protoc
 	cd bindings/python && $(CARGO) fmt --check && $(CARGO) clippy --release -- -D warnings

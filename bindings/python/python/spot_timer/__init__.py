@@ -80,10 +80,10 @@ Owner = _native.Owner
 #: The handle of one timer generation (owner, key, generation) (native).
 Timer = _native.Timer
 
-try:
-    from importlib.metadata import PackageNotFoundError as _NotInstalled
-    from importlib.metadata import version as _version
+from importlib.metadata import PackageNotFoundError as _NotInstalled
+from importlib.metadata import version as _version
 
+try:
     __version__: str = _version("spot-timer")
 except _NotInstalled:  # imported from a source tree, not installed
     __version__ = "0+unknown"
