@@ -21,6 +21,9 @@ namespace SpotTimer
         static readonly IntPtr s_batchPtr = Marshal.GetFunctionPointerForDelegate(s_batch);
         static readonly IntPtr s_finalizerPtr = Marshal.GetFunctionPointerForDelegate(s_finalizer);
 
+        // What a registration without options reads (never written: no allocation per call).
+        static readonly TimerOptions s_defaultOptions = new TimerOptions();
+
         [ThreadStatic] static TimerState t_currentTimer;
         [ThreadStatic] static RuntimeCore t_dispatching;
         static readonly AsyncLocal<TimerState> s_asyncCurrent = new AsyncLocal<TimerState>();
@@ -266,7 +269,7 @@ namespace SpotTimer
                                 Action<Tick> sync, Func<Tick, Task> async, TimerOptions options,
                                 Func<Tick, CancellationToken, Task> asyncToken = null, IEndSignal signal = null)
         {
-            options = options ?? new TimerOptions();
+            options = options ?? s_defaultOptions;
             ulong firstDue = C.FIRST_DUE_DEFAULT;
             if (options.FirstDue.HasValue) firstDue = Durations.NonNegativeNs(options.FirstDue.Value, "FirstDue");
             if (oneShot) firstDue = ns;

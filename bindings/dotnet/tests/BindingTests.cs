@@ -86,6 +86,33 @@ namespace SpotTimer.Tests
             }
         }
 
+        /// <summary>A registration without options allocates nothing more than one with a
+        /// caller's options object (the binding reads a shared default).</summary>
+        [Test, Timeout(60000)]
+        public void RegistrationWithoutOptions_AllocatesNoOptionsObject()
+        {
+            using (var rt = new Runtime(new RuntimeOptions { Clock = ClockKind.Manual }))
+            {
+                var owner = rt.AcquireOwner(1);
+                Action<Tick> h = t => { };
+                var mine = new TimerOptions();
+                const int N = 10000;
+                Func<TimerOptions, double> perArm = options =>
+                {
+                    var timers = new Timer[N];
+                    for (int i = 0; i < 100; i++) owner.After((ulong)i, TimeSpan.FromSeconds(60), h, options).Cancel(TimeSpan.FromSeconds(5));
+                    long before = GC.GetAllocatedBytesForCurrentThread();
+                    for (int i = 0; i < N; i++) timers[i] = owner.After((ulong)i, TimeSpan.FromSeconds(60), h, options);
+                    long after = GC.GetAllocatedBytesForCurrentThread();
+                    foreach (var t in timers) t.Cancel(TimeSpan.FromSeconds(5));
+                    return (after - before) / (double)N;
+                };
+                double withMine = perArm(mine), without = perArm(null);
+                Assert.Greater(withMine, 0, "the allocation counter works");
+                Assert.Less(without - withMine, 16, "bytes per registration: " + without + " without options, " + withMine + " with the caller's");
+            }
+        }
+
         [Test]
         public void DoubleDispose_IsHarmless_UseAfterDispose_RuntimeClosedOrObjectDisposed()
         {
