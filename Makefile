@@ -33,7 +33,7 @@ test: lint test-rust $(TEST_TARGETS)
 
 lint: $(RUST_TOOLS)
 	python3 tests/module_cycles.py --self-test
-	python3 tests/module_cycles.py core/src ffi/src lifecycle/src lifecycle-etcd/src
+	python3 tests/module_cycles.py core/src ffi/src lifecycle/src lifecycle-etcd/src bindings/python/src bindings/python/src/lifecycle
 	python3 tests/readme_commands.py --self-test
 	python3 tests/readme_commands.py
 	python3 tests/readme_commands.py ffi/README.md

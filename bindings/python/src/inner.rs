@@ -17,7 +17,7 @@ use spot_timer_core::driver::Budget;
 use spot_timer_core::Runtime;
 
 use crate::gil_cell::GilCell;
-use crate::keys::KeyMaps;
+use crate::keys::Keys;
 use crate::objects::PyObjects;
 use crate::waiters::Waiters;
 
@@ -100,9 +100,6 @@ pub const MODE_MANUAL: u8 = 0;
 pub const MODE_THREAD: u8 = 1;
 pub const MODE_ASYNCIO: u8 = 2;
 
-/// Keys that are not plain non-negative ints below 2^63 get ids from the upper half.
-pub const AUTO_KEY_BASE: u64 = 1 << 63;
-
 #[derive(Default)]
 pub struct DispatchState {
     /// The threads that deliver records (dispatcher workers or the event-loop thread).
@@ -127,8 +124,6 @@ pub struct Inner {
     pub state: GilCell<DispatchState>,
     /// Generations whose coroutine handler is running (asyncio mode).
     pub async_inflight: Mutex<HashSet<u64>>,
-    /// Next automatic key id (keys given as None or as a non-int hashable).
-    pub next_key: AtomicU64,
     pub mode: AtomicU8,
     /// A weak reference to the Python `Runtime` (timers reach it through this, so they
     /// hold no reference the garbage collector would have to trace).
@@ -140,8 +135,8 @@ pub struct Inner {
     pub dispatchers: AtomicUsize,
     /// Futures awaiting a cancel's result, by the tag of its notice.
     pub waiters: Mutex<Waiters>,
-    /// Keys that are not plain ints, per owner id (`keys.rs`).
-    pub keys: GilCell<KeyMaps>,
+    /// Key ids: automatic ones, and the maps of keys that are not plain ints (`keys.rs`).
+    pub keys: Keys,
 }
 
 impl Inner {

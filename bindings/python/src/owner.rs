@@ -2,7 +2,6 @@
 //! thread: arguments are checked and converted here, the handler is kept in the runtime's
 //! object table, and the core registers the timer without a scheduler round trip.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -15,8 +14,8 @@ use spot_timer_core::{Error, OverrunPolicy, Owner, TimerSpec};
 
 use crate::durations::{nanos, opt_nanos};
 use crate::errors::{py_error, to_py, Exc};
-use crate::inner::{Inner, AUTO_KEY_BASE, SLICE};
-use crate::keys;
+use crate::inner::{Inner, SLICE};
+use crate::keys::AUTO_KEY_BASE;
 use crate::timer::{KeyKind, NativeTimer};
 
 const I32_MAX: u64 = i32::MAX as u64;
@@ -56,10 +55,7 @@ impl NativeOwner {
     /// The key id the core uses, and how a `Timer` reports its key.
     fn key_id(&self, py: Python<'_>, key: Option<&Bound<'_, PyAny>>) -> PyResult<(u64, KeyKind)> {
         let Some(key) = key.filter(|k| !k.is_none()) else {
-            return Ok((
-                self.inner.next_key.fetch_add(1, Ordering::Relaxed),
-                KeyKind::Id,
-            ));
+            return Ok((self.inner.keys.fresh(), KeyKind::Id));
         };
         if key.is_instance_of::<PyInt>() && !key.is_instance_of::<PyBool>() {
             if let Ok(v) = key.extract::<u64>() {
@@ -70,14 +66,14 @@ impl NativeOwner {
                         KeyKind::Mapped
                     };
                     if matches!(kind, KeyKind::Mapped) {
-                        keys::name_key(py, &self.inner, self.owner.id(), v, key)?;
+                        self.inner.keys.name(py, self.owner.id(), v, key)?;
                     }
                     return Ok((v, kind));
                 }
             }
         }
         // Any other hashable: mapped to an id per owner id.
-        let id = keys::key_id(py, &self.inner, self.owner.id(), key)?;
+        let id = self.inner.keys.id_of(py, self.owner.id(), key)?;
         let kind = if is_immutable_value(key) {
             KeyKind::Value(key.clone().unbind())
         } else {
@@ -246,8 +242,7 @@ impl NativeOwner {
         this.check_open(py)?;
         // The key maps go first: a registration racing the release under this authority
         // fails with it, and an authority acquired after maps its keys afresh.
-        let maps = this.inner.keys.with(py, |k| k.remove(this.owner.id()));
-        drop(maps);
+        this.inner.keys.forget_owner(py, this.owner.id());
         this.owner.release().map_err(|e| to_py(py, e))
     }
 

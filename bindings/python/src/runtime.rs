@@ -1,7 +1,7 @@
 //! `spot_timer._native.Runtime` (wrapped by the package's `Runtime`) and `ManualClock`.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -18,8 +18,8 @@ use spot_timer_core::{
 use crate::dispatch::{pump, NativeDispatcher, PumpResult};
 use crate::errors::to_py;
 use crate::gil_cell::GilCell;
-use crate::inner::{DispatchState, Inner, AUTO_KEY_BASE, MODE_MANUAL, NEXT_INNER_ID};
-use crate::keys::KeyMaps;
+use crate::inner::{DispatchState, Inner, MODE_MANUAL, NEXT_INNER_ID};
+use crate::keys::Keys;
 use crate::objects::PyObjects;
 use crate::owner::NativeOwner;
 use crate::waiters::Waiters;
@@ -121,13 +121,12 @@ impl NativeRuntime {
                 ended,
                 state: GilCell::new(DispatchState::default()),
                 async_inflight: Mutex::new(HashSet::new()),
-                next_key: AtomicU64::new(AUTO_KEY_BASE),
                 mode: AtomicU8::new(MODE_MANUAL),
                 host: Mutex::new(None),
                 budget: OnceLock::new(),
                 dispatchers: AtomicUsize::new(0),
                 waiters: Mutex::new(Waiters::default()),
-                keys: GilCell::new(KeyMaps::default()),
+                keys: Keys::default(),
             }),
         })
     }
@@ -145,7 +144,7 @@ impl NativeRuntime {
             w.visit(&visit)?;
         }
         // SAFETY: a GC callback of the object owning the cell.
-        unsafe { self.inner.keys.during_gc() }.visit(&visit)?;
+        unsafe { self.inner.keys.visit_during_gc(&visit) }?;
         Ok(())
     }
 
@@ -161,7 +160,7 @@ impl NativeRuntime {
         drop(taken);
         drop(self.inner.waiters.lock().drain());
         // SAFETY: a GC callback of the object owning the cell.
-        drop(unsafe { self.inner.keys.during_gc() }.take_all());
+        unsafe { self.inner.keys.clear_during_gc() };
     }
 
     /// Remembers `runtime_ref` (a `weakref.ref` to the Python `Runtime`).

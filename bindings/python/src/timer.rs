@@ -164,7 +164,7 @@ impl NativeTimer {
             return Ok(k.clone_ref(py));
         }
         if self.key_mapped {
-            return crate::keys::key_name(py, &self.inner, self.owner_id, self.key);
+            return self.inner.keys.key_of(py, self.owner_id, self.key);
         }
         Ok(self.key.into_pyobject(py)?.into_any().unbind())
     }
