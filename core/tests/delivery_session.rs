@@ -7,7 +7,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{concurrent_timers_every_10ms, ms, records_finished};
+use common::{concurrent_owner, concurrent_timers_every_10ms, ms, records_finished};
 use spot_timer_core::*;
 
 fn tick(r: Record<u32>) -> TickRecord<u32> {
@@ -384,15 +384,7 @@ fn batch_max_takes_at_most_max_records_and_leaves_the_rest_ready() {
 #[test]
 fn batch_window_adds_records_that_came_due_within_the_window() {
     let rt = Runtime::<u32>::new(RuntimeConfig::default()).unwrap();
-    let owner = rt
-        .acquire_owner(
-            1,
-            OwnerOptions {
-                gate: GateMode::Concurrent,
-                ..OwnerOptions::default()
-            },
-        )
-        .unwrap();
+    let owner = concurrent_owner(&rt, 1);
     owner
         .register_id(1, TimerSpec::after(ms(5)), 1, None)
         .unwrap();

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use common::{concurrent_timers_every_10ms, ms, records_finished};
+use common::{concurrent_owner, concurrent_timers_every_10ms, ms, records_finished};
 use spot_timer_core::driver::{Budget, Driver, Host, Pass, Ticket, TimerSource, Verdict};
 use spot_timer_core::*;
 
@@ -394,15 +394,7 @@ fn a_budget_takes_fewer_records_once_handlers_are_measured_slow() {
 fn a_window_lets_records_due_meanwhile_join_the_batch() {
     let rt = Runtime::<u32>::new(RuntimeConfig::default()).unwrap();
     // (Concurrent: a serial owner's second record would wait for the first's completion.)
-    let owner = rt
-        .acquire_owner(
-            1,
-            OwnerOptions {
-                gate: GateMode::Concurrent,
-                ..OwnerOptions::default()
-            },
-        )
-        .unwrap();
+    let owner = concurrent_owner(&rt, 1);
     let mut d = driver(&rt, 16).with_window(ms(1_000));
     owner
         .register_id(1, TimerSpec::after(ms(50)), 1, None)
@@ -428,15 +420,7 @@ fn cancels_and_kept_completions_race_delivery_without_loss_or_hang() {
     let rounds = 2_000;
     let deadline = Instant::now() + Duration::from_secs(120);
     let rt = Runtime::<u32>::new(RuntimeConfig::default()).unwrap();
-    let owner = rt
-        .acquire_owner(
-            1,
-            OwnerOptions {
-                gate: GateMode::Concurrent,
-                ..OwnerOptions::default()
-            },
-        )
-        .unwrap();
+    let owner = concurrent_owner(&rt, 1);
     let stop = AtomicBool::new(false);
     let start = Barrier::new(3);
     let (tx, rx) = std::sync::mpsc::channel::<Ticket<Src>>();

@@ -18,19 +18,26 @@ pub fn records_finished(s: &Stats) -> u64 {
     s.completed_ok + s.completed_failed + s.completed_deferred + s.not_started + s.records_abandoned
 }
 
+/// Owner `id` of `rt` with a concurrent gate (its records do not wait for each other).
+pub fn concurrent_owner<P: Clone + Send + Sync + 'static>(
+    rt: &Runtime<P>,
+    id: OwnerId,
+) -> Owner<P> {
+    rt.acquire_owner(
+        id,
+        OwnerOptions {
+            gate: GateMode::Concurrent,
+            ..OwnerOptions::default()
+        },
+    )
+    .unwrap()
+}
+
 /// A manual runtime with one concurrent owner (id 1) and `n` timers every 10 ms (keys
 /// 0..n, payload = key), all due at 10 ms.
 pub fn concurrent_timers_every_10ms(n: u64) -> (Runtime<u32>, ManualClock, Vec<TimerId>) {
     let (rt, clock) = Runtime::<u32>::manual().unwrap();
-    let owner = rt
-        .acquire_owner(
-            1,
-            OwnerOptions {
-                gate: GateMode::Concurrent,
-                ..OwnerOptions::default()
-            },
-        )
-        .unwrap();
+    let owner = concurrent_owner(&rt, 1);
     let ids = (0..n)
         .map(|k| {
             owner
