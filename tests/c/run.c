@@ -264,14 +264,7 @@ static struct spot_node_stats node_stats(uint64_t node) {
 
 static uint64_t node_with_messages(uint64_t *store, int n) {
     CHECK_OK(spot_store_new(store));
-    struct spot_node_config c;
-    memset(&c, 0, sizeof c);
-    c.struct_size = sizeof c;
-    c.clock = SPOT_CLOCK_MANUAL;
-    c.node_id = 1;
-    c.entry_spot = 1001;
-    uint64_t node = 0;
-    CHECK_OK(spot_node_start(&c, *store, &node));
+    uint64_t node = manual_node(*store, 1);
     uint64_t gen = 0;
     CHECK_OK(spot_node_create_user_spot(node, 20, &gen));
     for (int i = 0; i < n; i++) {

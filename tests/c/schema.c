@@ -74,24 +74,12 @@ static void schema_close_reasons_are_the_librarys(void) {
     CHECK(strcmp(spot_close_reason_name(UINT32_MAX), "SPOT_CLOSE_UNKNOWN") == 0);
 }
 
-static int32_t schema_factory(void *env, uint64_t spot_id, uint32_t kind, char *msg, size_t msg_len) {
-    (void)env, (void)spot_id, (void)kind, (void)msg, (void)msg_len;
-    return 0;
-}
-
 /* The node's exposition lists the lifecycle's stats fields: as many as struct
  * spot_node_stats has, the gauge active_spots counting the Entry Spot. */
 static void schema_every_node_stats_field_is_in_struct_spot_node_stats(void) {
-    uint64_t store = 0, node = 0;
+    uint64_t store = 0;
     CHECK_OK(spot_store_new(&store));
-    struct spot_node_config c;
-    memset(&c, 0, sizeof c);
-    c.struct_size = sizeof c;
-    c.clock = SPOT_CLOCK_MANUAL;
-    c.node_id = 1;
-    c.entry_spot = 1001;
-    c.factory = schema_factory;
-    CHECK_OK(spot_node_start(&c, store, &node));
+    uint64_t node = manual_node(store, 1);
     size_t len = 0;
     char probe[8];
     CHECK_OK(spot_node_prometheus(node, "n", probe, sizeof probe, &len));

@@ -26,6 +26,18 @@ uint64_t manual_callback_runtime(spot_batch_fn cb, void *env, spot_finalizer_fn 
     return rt;
 }
 
+uint64_t manual_node(uint64_t store, uint64_t id) {
+    struct spot_node_config c;
+    memset(&c, 0, sizeof c);
+    c.struct_size = sizeof c;
+    c.clock = SPOT_CLOCK_MANUAL;
+    c.node_id = id;
+    c.entry_spot = 1000 + id;
+    uint64_t node = 0;
+    CHECK_OK(spot_node_start(&c, store, &node));
+    return node;
+}
+
 uint64_t owner(uint64_t rt, uint64_t id, uint32_t gate) {
     uint64_t epoch = 0;
     CHECK_OK(spot_owner_acquire(rt, id, 0, gate, &epoch));

@@ -10,6 +10,8 @@
 uint64_t manual_runtime(void);
 /* A manual-clock runtime delivering to `cb`. */
 uint64_t manual_callback_runtime(spot_batch_fn cb, void *env, spot_finalizer_fn fin);
+/* Node `id` (Entry Spot 1000 + id) on the manual clock over `store`, no host callbacks. */
+uint64_t manual_node(uint64_t store, uint64_t id);
 /* An owner with no lease and the given gate; returns its epoch. */
 uint64_t owner(uint64_t rt, uint64_t id, uint32_t gate);
 /* A spec: repeating every `period_ns` with `policy` and `max_catch_up`. */
