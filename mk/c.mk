@@ -1,5 +1,6 @@
 # C ABI area: libspot_timer (ffi/), the generated header, C/C++ examples and C tests.
-#   make header       regenerate include/spot_timer.h with the pinned cbindgen
+#   make header       regenerate include/spot_timer.h with the pinned cbindgen (and the .NET
+#                     mirror of it, bindings/dotnet/src/Interop.g.cs)
 #   make test-c       header drift check + C tests (ASan/UBSan and valgrind, static and
 #                     shared library) + SIGSTOP lease test + install/pkg-config check
 #   make examples     build and run examples/c and examples/cpp (examples-c; part of make demo)
@@ -54,6 +55,7 @@ cbindgen: $(CBINDGEN_STAMP)
 
 header: cbindgen
 	$(CBINDGEN) -q --config ffi/cbindgen.toml --crate spot-timer-ffi --output include/spot_timer.h ffi
+	python3 bindings/dotnet/gen_interop.py include/spot_timer.h > bindings/dotnet/src/Interop.g.cs
 
 # Fails when the committed header differs from a fresh generation.
 header-check: cbindgen

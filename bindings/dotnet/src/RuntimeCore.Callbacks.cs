@@ -12,7 +12,7 @@ namespace SpotTimer
     {
         // ------------------------------------------------------------------ release hook
 
-        static int ReleaseThunk(IntPtr userData, IntPtr msg, UIntPtr msgLen)
+        static unsafe int ReleaseThunk(IntPtr userData, byte* msg, UIntPtr msgLen)
         {
             try
             {
@@ -39,7 +39,7 @@ namespace SpotTimer
                     {
                         string m = string.IsNullOrEmpty(e.Message) ? e.GetType().Name : e.Message;
                         st.CleanupError = m;
-                        WriteMessage(msg, msgLen, m);
+                        Native.WriteMessage(msg, msgLen, m);
                         return 1;
                     }
                 }
@@ -62,16 +62,6 @@ namespace SpotTimer
             {
                 return 1;
             }
-        }
-
-        static void WriteMessage(IntPtr msg, UIntPtr msgLen, string m)
-        {
-            ulong cap = (ulong)msgLen;
-            if (msg == IntPtr.Zero || cap == 0) return;
-            byte[] bytes = System.Text.Encoding.UTF8.GetBytes(m);
-            int n = (int)Math.Min((ulong)bytes.Length, cap - 1);
-            Marshal.Copy(bytes, 0, msg, n);
-            Marshal.WriteByte(msg, n, 0);
         }
 
         // ------------------------------------------------------------------ callback delivery

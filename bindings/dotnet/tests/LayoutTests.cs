@@ -229,7 +229,7 @@ namespace SpotTimer.Tests
             var missing = imports.Where(i => !exports.Contains(i)).ToList();
             Assert.IsEmpty(missing, "declared but not exported: " + string.Join(", ", missing));
             var undeclared = exports.Where(e => e.StartsWith("spot_") && !imports.Contains(e)).ToList();
-            Assert.IsEmpty(undeclared, "exported but not declared in Native.cs: " + string.Join(", ", undeclared));
+            Assert.IsEmpty(undeclared, "exported but not declared in Interop.g.cs (run make header): " + string.Join(", ", undeclared));
             // the header declares the same set
             string header = File.ReadAllText(Header);
             foreach (var i in imports) StringAssert.IsMatch(@"\b" + i + @"\s*\(", header, i + " is not in the header");

@@ -51,7 +51,7 @@ namespace SpotTimer
     /// the config's <c>env</c>. It holds the application's delegates only, never the Node (the
     /// handle must not root an abandoned Node). The two native entry points are static delegates
     /// kept for the life of the process, so no callback can reach a collected delegate.</summary>
-    internal sealed class NodeCallbacks
+    internal sealed unsafe class NodeCallbacks
     {
         internal static readonly spot_factory_fn s_factory = FactoryThunk;
         internal static readonly spot_closing_fn s_closing = ClosingThunk;
@@ -83,7 +83,7 @@ namespace SpotTimer
         }
 
         // Nothing may unwind into native code: every exception is caught here.
-        static int FactoryThunk(IntPtr env, ulong spotId, uint kind, IntPtr msg, UIntPtr msgLen)
+        static int FactoryThunk(IntPtr env, ulong spotId, uint kind, byte* msg, UIntPtr msgLen)
         {
             try
             {
@@ -115,22 +115,9 @@ namespace SpotTimer
             }
         }
 
-        /// <summary>Writes <paramref name="text"/> as UTF-8 into the library's message buffer
-        /// (NUL-terminated, truncated on a character boundary) and returns the failure code.</summary>
-        static unsafe int Fail(IntPtr msg, UIntPtr msgLen, string text)
+        static int Fail(byte* msg, UIntPtr msgLen, string text)
         {
-            try
-            {
-                ulong cap = (ulong)msgLen;
-                if (msg == IntPtr.Zero || cap == 0) return 1;
-                byte[] bytes = Encoding.UTF8.GetBytes(text ?? "");
-                int n = (int)Math.Min((ulong)bytes.Length, cap - 1);
-                while (n > 0 && n < bytes.Length && (bytes[n] & 0xC0) == 0x80) n--; // not inside a character
-                byte* p = (byte*)msg;
-                for (int i = 0; i < n; i++) p[i] = bytes[i];
-                p[n] = 0;
-            }
-            catch (Exception) { }
+            Native.WriteMessage(msg, msgLen, text);
             return 1;
         }
     }
