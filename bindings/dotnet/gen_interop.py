@@ -18,6 +18,16 @@ SCALARS = {
     "int64_t": "long", "uint64_t": "ulong", "size_t": "UIntPtr", "double": "double",
     "void": "void", "spot_status": "int",
 }
+# Counter structs a .NET user reads: the public type each fills (its members, one per field
+# with the field's documentation, are generated; the type's own documentation is written by
+# hand in its partial part), and whether it is a class or a readonly struct.
+PUBLIC_VIEWS = {
+    "spot_stats": ("RuntimeStats", "sealed partial class"),
+    "spot_timer_stats": ("TimerStats", "readonly partial struct"),
+    "spot_node_stats": ("NodeStats", "sealed partial class"),
+}
+# Members whose .NET name is not the field's name in PascalCase.
+RENAMED = {"queue_len": "QueueLength"}
 KEYWORDS = {"out", "in", "ref", "params", "string", "object", "fixed", "base", "lock", "event"}
 
 
@@ -138,8 +148,23 @@ def check_complete(header, items):
         sys.exit("gen_interop.py: undocumented in the header: " + ", ".join(map(str, undocumented)))
 
 
+def public_view(struct, fields):
+    """The public type that reads a counter struct: a long per field (struct_size and
+    reserved are the ABI's, not the user's)."""
+    name, kind = PUBLIC_VIEWS[struct]
+    fields = [(doc, f) for doc, (_, f) in fields if f not in ("struct_size", "reserved")]
+    member = lambda f: RENAMED.get(f, pascal(f))
+    out = ["    public {} {}".format(kind, name), "    {",
+           "        internal {}(ref {} s)".format(name, struct), "        {"]
+    out += ["            {} = (long)s.{};".format(member(f), f) for _, f in fields]
+    out += ["        }"]
+    for doc, f in fields:
+        out += doc_lines(doc, "        ") + ["        public long {} {{ get; }}".format(member(f))]
+    return out + ["    }", ""]
+
+
 def generate(header):
-    status, consts, structs, delegates, funcs = [], [], [], [], []
+    status, consts, structs, delegates, funcs, views = [], [], [], [], [], []
     items = list(parse(header))
     check_complete(header, items)
     for doc, kind, data in items:
@@ -162,6 +187,8 @@ def generate(header):
                     structs += doc_lines(fdoc, "        ")
                 structs.append("        public {} {};".format(cs_type(ctype, "field"), fname))
             structs += ["    }", ""]
+            if name in PUBLIC_VIEWS:
+                views += public_view(name, fields)
         elif kind == "fnptr":
             ret, name, ps = data
             delegates += doc_lines(doc, "    ")
@@ -197,7 +224,7 @@ def generate(header):
         "        /// <summary>The library P/Invoke loads (SpotTimer.dll.config maps it per platform).</summary>",
         '        public const string Lib = "spot_timer";',
         "",
-    ] + funcs[:-1] + ["    }", "}"]
+    ] + funcs[:-1] + ["    }", "}", "", "namespace SpotTimer", "{", "    using SpotTimer.Interop;", ""] + views[:-1] + ["}"]
     return "\n".join(out) + "\n"
 
 

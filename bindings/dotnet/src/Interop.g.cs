@@ -1321,3 +1321,192 @@ namespace SpotTimer.Interop
         public static extern int spot_timer_stats(ulong rt, spot_timer t, spot_timer_stats* @out);
     }
 }
+
+namespace SpotTimer
+{
+    using SpotTimer.Interop;
+
+    public sealed partial class NodeStats
+    {
+        internal NodeStats(ref spot_node_stats s)
+        {
+            ActiveSpots = (long)s.active_spots;
+            Created = (long)s.created;
+            FactoryRuns = (long)s.factory_runs;
+            CreationFailures = (long)s.creation_failures;
+            Evicted = (long)s.evicted;
+            Closed = (long)s.closed;
+            MessagesAdmitted = (long)s.messages_admitted;
+            MessagesCompleted = (long)s.messages_completed;
+            MessagesDropped = (long)s.messages_dropped;
+            RejectedApplicationLane = (long)s.rejected_application_lane;
+            RejectedLifecycleLane = (long)s.rejected_lifecycle_lane;
+            RejectedNodeInbound = (long)s.rejected_node_inbound;
+            RejectedActivation = (long)s.rejected_activation;
+            StaleRoutes = (long)s.stale_routes;
+            TicksDeferred = (long)s.ticks_deferred;
+            EvictionPasses = (long)s.eviction_passes;
+            EvictionExamined = (long)s.eviction_examined;
+            AuthorityLost = (long)s.authority_lost;
+            TermsRenewed = (long)s.terms_renewed;
+        }
+        /// <summary>Gauge: Spots active on the node (the Entry Spot included).</summary>
+        public long ActiveSpots { get; }
+        /// <summary>Spots created on the node.</summary>
+        public long Created { get; }
+        /// <summary>Factory calls.</summary>
+        public long FactoryRuns { get; }
+        /// <summary>Creations that failed.</summary>
+        public long CreationFailures { get; }
+        /// <summary>Instance Spots evicted idle.</summary>
+        public long Evicted { get; }
+        /// <summary>Spots closed by a call or the node's shutdown.</summary>
+        public long Closed { get; }
+        /// <summary>Messages admitted to a lane.</summary>
+        public long MessagesAdmitted { get; }
+        /// <summary>Messages whose handler ran.</summary>
+        public long MessagesCompleted { get; }
+        /// <summary>Admitted messages that never ran (their Spot closed first). Once quiet:
+        /// <c>messages_admitted == messages_completed + messages_dropped</c>.</summary>
+        public long MessagesDropped { get; }
+        /// <summary>Admissions refused by a Spot's application lane.</summary>
+        public long RejectedApplicationLane { get; }
+        /// <summary>Admissions refused by a Spot's lifecycle lane.</summary>
+        public long RejectedLifecycleLane { get; }
+        /// <summary>Admissions refused by the node's inbound byte budget.</summary>
+        public long RejectedNodeInbound { get; }
+        /// <summary>Activations refused by the active cap.</summary>
+        public long RejectedActivation { get; }
+        /// <summary>Messages that ended with SPOT_E_STALE_ROUTE.</summary>
+        public long StaleRoutes { get; }
+        /// <summary>Ticks kept because the application lane was full.</summary>
+        public long TicksDeferred { get; }
+        /// <summary>Idle-eviction passes.</summary>
+        public long EvictionPasses { get; }
+        /// <summary>Spots examined by those passes (at most 64 each).</summary>
+        public long EvictionExamined { get; }
+        /// <summary>Spots given up because the node's authority over them ended first (closed with
+        /// SPOT_CLOSE_AUTHORITY_LOST).</summary>
+        public long AuthorityLost { get; }
+        /// <summary>Terms of authority the node took after its first.</summary>
+        public long TermsRenewed { get; }
+    }
+
+    public sealed partial class RuntimeStats
+    {
+        internal RuntimeStats(ref spot_stats s)
+        {
+            SchedulerThreads = (long)s.scheduler_threads;
+            WakeupPrimitives = (long)s.wakeup_primitives;
+            OsTimers = (long)s.os_timers;
+            QueueLength = (long)s.queue_len;
+            LiveTimers = (long)s.live_timers;
+            Owners = (long)s.owners;
+            Wakeups = (long)s.wakeups;
+            Batches = (long)s.batches;
+            RecordsPublished = (long)s.records_published;
+            HostCrossings = (long)s.host_crossings;
+            RecordsReceived = (long)s.records_received;
+            CompletedOk = (long)s.completed_ok;
+            CompletedFailed = (long)s.completed_failed;
+            CompletedDeferred = (long)s.completed_deferred;
+            NotStarted = (long)s.not_started;
+            TicksSkipped = (long)s.ticks_skipped;
+            TicksDroppedAuthority = (long)s.ticks_dropped_authority;
+            Registered = (long)s.registered;
+            Ended = (long)s.ended;
+            CleanupFailures = (long)s.cleanup_failures;
+            InvalidCompletions = (long)s.invalid_completions;
+            StaleEntriesDropped = (long)s.stale_entries_dropped;
+            Compactions = (long)s.compactions;
+            GateWaits = (long)s.gate_waits;
+            TicksDue = (long)s.ticks_due;
+            TicksDiscarded = (long)s.ticks_discarded;
+            RecordsTakenBack = (long)s.records_taken_back;
+            RecordsAbandoned = (long)s.records_abandoned;
+            SchedulerWakesByHosts = (long)s.scheduler_wakes_by_hosts;
+        }
+        /// <summary>Gauge: scheduler threads of this runtime (1 while it runs).</summary>
+        public long SchedulerThreads { get; }
+        /// <summary>Gauge: OS wakeup primitives (1, plus the wakeup fd once asked for).</summary>
+        public long WakeupPrimitives { get; }
+        /// <summary>Gauge: OS timers created for timers (always 0).</summary>
+        public long OsTimers { get; }
+        /// <summary>Gauge: entries in the deadline queue, stale ones included.</summary>
+        public long QueueLength { get; }
+        /// <summary>Gauge: generations registered and not yet ended.</summary>
+        public long LiveTimers { get; }
+        /// <summary>Gauge: owners known to the runtime.</summary>
+        public long Owners { get; }
+        /// <summary>Times the scheduler thread woke up.</summary>
+        public long Wakeups { get; }
+        /// <summary>Batches published: groups of records made ready at once (a scheduler wakeup's, or
+        /// those a host's completions made due at once).</summary>
+        public long Batches { get; }
+        /// <summary>Records published (ticks made ready for the host).</summary>
+        public long RecordsPublished { get; }
+        /// <summary>Exchange calls that returned records, plus batch-callback invocations.</summary>
+        public long HostCrossings { get; }
+        /// <summary>Records the host received through those crossings.</summary>
+        public long RecordsReceived { get; }
+        /// <summary>Completions reported OK.</summary>
+        public long CompletedOk { get; }
+        /// <summary>Completions reported FAILED.</summary>
+        public long CompletedFailed { get; }
+        /// <summary>Completions reported DEFERRED (the tick is kept and retried).</summary>
+        public long CompletedDeferred { get; }
+        /// <summary>Records that never started: completed NOT_STARTED, or taken back because their
+        /// generation ended before a host received them.</summary>
+        public long NotStarted { get; }
+        /// <summary>Nominal ticks skipped by the overrun policy (sum of <c>skipped_ticks</c>).</summary>
+        public long TicksSkipped { get; }
+        /// <summary>Due ticks never delivered because the owner lease ran out or the authority was
+        /// revoked.</summary>
+        public long TicksDroppedAuthority { get; }
+        /// <summary>Registrations accepted.</summary>
+        public long Registered { get; }
+        /// <summary>Generations ended, for any reason.</summary>
+        public long Ended { get; }
+        /// <summary>Release hooks (or the release function) that failed.</summary>
+        public long CleanupFailures { get; }
+        /// <summary>Completions whose token matched no outstanding record.</summary>
+        public long InvalidCompletions { get; }
+        /// <summary>Stale deadline-queue entries removed when they surfaced or by compaction.</summary>
+        public long StaleEntriesDropped { get; }
+        /// <summary>Times the deadline queue was compacted to shed stale entries.</summary>
+        public long Compactions { get; }
+        /// <summary>Times a due tick had to wait for its owner's gate.</summary>
+        public long GateWaits { get; }
+        /// <summary>Nominal ticks that had come due, summed over generations when they end (ABI 1.1).</summary>
+        public long TicksDue { get; }
+        /// <summary>Due ticks never delivered because the generation was cancelled, superseded or the
+        /// runtime closed (ABI 1.1).</summary>
+        public long TicksDiscarded { get; }
+        /// <summary>Records taken back before a host received them (also in <c>not_started</c>) (ABI 2.0).</summary>
+        public long RecordsTakenBack { get; }
+        /// <summary>Records a host held when the runtime was freed (ABI 2.0).</summary>
+        public long RecordsAbandoned { get; }
+        /// <summary>Times a registering or completing thread woke the scheduler for an earlier
+        /// deadline (ABI 2.0).</summary>
+        public long SchedulerWakesByHosts { get; }
+    }
+
+    public readonly partial struct TimerStats
+    {
+        internal TimerStats(ref spot_timer_stats s)
+        {
+            Delivered = (long)s.delivered;
+            Failed = (long)s.failed;
+            SkippedTicks = (long)s.skipped_ticks;
+            LastScheduledIndex = (long)s.last_scheduled_index;
+        }
+        /// <summary>Callbacks that ran (completed Ok or Failed).</summary>
+        public long Delivered { get; }
+        /// <summary>Callbacks that completed Failed.</summary>
+        public long Failed { get; }
+        /// <summary>Nominal ticks skipped by the overrun policy.</summary>
+        public long SkippedTicks { get; }
+        /// <summary>The newest nominal tick a callback stood for (0 before the first).</summary>
+        public long LastScheduledIndex { get; }
+    }
+}

@@ -314,7 +314,7 @@ namespace SpotTimer
                 st.struct_size = (uint)sizeof(spot_stats);
                 Check(Call(rt => { spot_stats x = st; int s = Native.spot_stats(rt, &x); st = x; return s; }));
             }
-            return new RuntimeStats(ref st, Interlocked.Read(ref Core.Transitions));
+            return new RuntimeStats(ref st) { ManagedTransitions = Interlocked.Read(ref Core.Transitions) };
         }
 
         /// <summary>Quantile <paramref name="q"/> (0..1) of how late records were handed over

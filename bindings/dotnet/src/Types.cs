@@ -143,109 +143,12 @@ namespace SpotTimer
 
     /// <summary>Runtime counters (spot_stats). Resource counters show what does not grow with
     /// the number of timers (contract T7, T10).</summary>
-    public sealed class RuntimeStats
+    public sealed partial class RuntimeStats
     {
-        internal RuntimeStats(ref spot_stats s, long managedTransitions)
-        {
-            SchedulerThreads = (long)s.scheduler_threads; WakeupPrimitives = (long)s.wakeup_primitives;
-            OsTimers = (long)s.os_timers; QueueLength = (long)s.queue_len; LiveTimers = (long)s.live_timers;
-            Owners = (long)s.owners; Wakeups = (long)s.wakeups; Batches = (long)s.batches;
-            RecordsPublished = (long)s.records_published; HostCrossings = (long)s.host_crossings;
-            RecordsReceived = (long)s.records_received; CompletedOk = (long)s.completed_ok;
-            CompletedFailed = (long)s.completed_failed; CompletedDeferred = (long)s.completed_deferred;
-            NotStarted = (long)s.not_started; TicksSkipped = (long)s.ticks_skipped;
-            TicksDroppedAuthority = (long)s.ticks_dropped_authority; Registered = (long)s.registered;
-            Ended = (long)s.ended; CleanupFailures = (long)s.cleanup_failures;
-            InvalidCompletions = (long)s.invalid_completions; StaleEntriesDropped = (long)s.stale_entries_dropped;
-            Compactions = (long)s.compactions; GateWaits = (long)s.gate_waits;
-            TicksDue = (long)s.ticks_due; TicksDiscarded = (long)s.ticks_discarded;
-            RecordsTakenBack = (long)s.records_taken_back; RecordsAbandoned = (long)s.records_abandoned;
-            SchedulerWakesByHosts = (long)s.scheduler_wakes_by_hosts;
-            ManagedTransitions = managedTransitions;
-        }
-        /// <summary>Gauge: scheduler threads of this runtime (1 while it runs).</summary>
-        public long SchedulerThreads;
-        /// <summary>Gauge: OS wakeup primitives (1, plus the wakeup fd once asked for).</summary>
-        public long WakeupPrimitives;
-        /// <summary>Gauge: OS timers created for timers (always 0).</summary>
-        public long OsTimers;
-        /// <summary>Gauge: entries in the deadline queue, stale ones included.</summary>
-        public long QueueLength;
-        /// <summary>Gauge: generations registered and not yet ended.</summary>
-        public long LiveTimers;
-        /// <summary>Gauge: owners known to the runtime.</summary>
-        public long Owners;
-        /// <summary>Times the scheduler thread woke up.</summary>
-        public long Wakeups;
-        /// <summary>Batches published: groups of records made ready at once (a scheduler wakeup's, or those a host's completions made due at once).</summary>
-        public long Batches;
-        /// <summary>Records published (ticks made ready for the host).</summary>
-        public long RecordsPublished;
-        /// <summary>Exchange calls that returned records, plus batch-callback invocations.</summary>
-        public long HostCrossings;
-        /// <summary>Records the host received through those crossings.</summary>
-        public long RecordsReceived;
-        /// <summary>Completions reported OK.</summary>
-        public long CompletedOk;
-        /// <summary>Completions reported FAILED.</summary>
-        public long CompletedFailed;
-        /// <summary>Completions reported DEFERRED (the tick is kept and retried).</summary>
-        public long CompletedDeferred;
-        /// <summary>Records that never started: completed NOT_STARTED, or taken back because their generation ended before a host received them.</summary>
-        public long NotStarted;
-        /// <summary>Nominal ticks skipped by the overrun policy (sum of <c>skipped_ticks</c>).</summary>
-        public long TicksSkipped;
-        /// <summary>Due ticks never delivered because the owner lease ran out or the authority was revoked.</summary>
-        public long TicksDroppedAuthority;
-        /// <summary>Registrations accepted.</summary>
-        public long Registered;
-        /// <summary>Generations ended, for any reason.</summary>
-        public long Ended;
-        /// <summary>Release hooks (or the release function) that failed.</summary>
-        public long CleanupFailures;
-        /// <summary>Completions whose token matched no outstanding record.</summary>
-        public long InvalidCompletions;
-        /// <summary>Stale deadline-queue entries removed when they surfaced or by compaction.</summary>
-        public long StaleEntriesDropped;
-        /// <summary>Times the deadline queue was compacted to shed stale entries.</summary>
-        public long Compactions;
-        /// <summary>Times a due tick had to wait for its owner's gate.</summary>
-        public long GateWaits;
-        /// <summary>Nominal ticks that had come due, summed over generations when they end. Once
-        /// every generation has ended: TicksDue == CompletedOk + CompletedFailed + TicksSkipped +
-        /// TicksDroppedAuthority + TicksDiscarded.</summary>
-        public long TicksDue;
-        /// <summary>Due ticks never delivered because the generation was cancelled, superseded
-        /// or the runtime closed.</summary>
-        public long TicksDiscarded;
-        /// <summary>Records taken back before a host received them (also in NotStarted). Once
-        /// every generation has ended: RecordsPublished == CompletedOk + CompletedFailed +
-        /// CompletedDeferred + NotStarted + RecordsAbandoned.</summary>
-        public long RecordsTakenBack;
-        /// <summary>Records the host held when the runtime was disposed.</summary>
-        public long RecordsAbandoned;
-        /// <summary>Times a registering or completing thread woke the scheduler for an earlier
-        /// deadline.</summary>
-        public long SchedulerWakesByHosts;
         /// <summary>P/Invoke calls the managed delivery path made (exchange + complete calls).</summary>
-        public long ManagedTransitions;
+        public long ManagedTransitions { get; internal set; }
     }
 
     /// <summary>Fixed-size statistics of one generation.</summary>
-    public readonly struct TimerStats
-    {
-        internal TimerStats(ref spot_timer_stats s)
-        {
-            Delivered = (long)s.delivered; Failed = (long)s.failed;
-            SkippedTicks = (long)s.skipped_ticks; LastScheduledIndex = (long)s.last_scheduled_index;
-        }
-        /// <summary>Callbacks that ran (completed Ok or Failed).</summary>
-        public long Delivered { get; }
-        /// <summary>Callbacks that completed Failed.</summary>
-        public long Failed { get; }
-        /// <summary>Nominal ticks skipped by the overrun policy.</summary>
-        public long SkippedTicks { get; }
-        /// <summary>The newest nominal tick a callback stood for (0 before the first).</summary>
-        public long LastScheduledIndex { get; }
-    }
+    public readonly partial struct TimerStats { }
 }

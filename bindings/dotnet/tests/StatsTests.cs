@@ -47,7 +47,7 @@ namespace SpotTimer.Tests
             core.Sort(StringComparer.Ordinal);
             mirrored.Sort(StringComparer.Ordinal);
             CollectionAssert.AreEqual(core, mirrored, "spot_stats fields vs the core's stats list");
-            int managed = typeof(RuntimeStats).GetFields(System.Reflection.BindingFlags.Instance | System.Reflection.BindingFlags.Public).Length;
+            int managed = typeof(RuntimeStats).GetProperties(System.Reflection.BindingFlags.Instance | System.Reflection.BindingFlags.Public).Length;
             Assert.AreEqual(core.Count + 1, managed, "RuntimeStats: every core field, and ManagedTransitions");
         }
 

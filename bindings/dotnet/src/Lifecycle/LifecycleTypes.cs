@@ -172,61 +172,7 @@ namespace SpotTimer
 
     /// <summary>A node's counters (spot_node_stats); each a counter unless marked as a gauge.
     /// Once a node is quiet: MessagesAdmitted == MessagesCompleted + MessagesDropped.</summary>
-    public sealed class NodeStats
-    {
-        internal NodeStats(ref spot_node_stats s)
-        {
-            ActiveSpots = (long)s.active_spots; Created = (long)s.created; FactoryRuns = (long)s.factory_runs;
-            CreationFailures = (long)s.creation_failures; Evicted = (long)s.evicted; Closed = (long)s.closed;
-            MessagesAdmitted = (long)s.messages_admitted; MessagesCompleted = (long)s.messages_completed;
-            MessagesDropped = (long)s.messages_dropped; RejectedApplicationLane = (long)s.rejected_application_lane;
-            RejectedLifecycleLane = (long)s.rejected_lifecycle_lane; RejectedNodeInbound = (long)s.rejected_node_inbound;
-            RejectedActivation = (long)s.rejected_activation; StaleRoutes = (long)s.stale_routes;
-            TicksDeferred = (long)s.ticks_deferred; EvictionPasses = (long)s.eviction_passes;
-            EvictionExamined = (long)s.eviction_examined;
-            AuthorityLost = (long)s.authority_lost; TermsRenewed = (long)s.terms_renewed;
-        }
-
-        /// <summary>Gauge: Spots active on the node (the Entry Spot included).</summary>
-        public long ActiveSpots { get; private set; }
-        /// <summary>Spots created on the node.</summary>
-        public long Created { get; private set; }
-        /// <summary>Factory calls (only with a <see cref="NodeOptions.Factory"/>).</summary>
-        public long FactoryRuns { get; private set; }
-        /// <summary>Creations that failed.</summary>
-        public long CreationFailures { get; private set; }
-        /// <summary>Instance Spots evicted idle.</summary>
-        public long Evicted { get; private set; }
-        /// <summary>Spots closed by <see cref="Node.CloseSpot"/> or the node's shutdown.</summary>
-        public long Closed { get; private set; }
-        /// <summary>Messages admitted to a lane.</summary>
-        public long MessagesAdmitted { get; private set; }
-        /// <summary>Messages whose handler ran (completed OK or FAILED).</summary>
-        public long MessagesCompleted { get; private set; }
-        /// <summary>Admitted messages that never ran (their Spot closed or its authority ended first).</summary>
-        public long MessagesDropped { get; private set; }
-        /// <summary>Admissions refused by a Spot's application lane.</summary>
-        public long RejectedApplicationLane { get; private set; }
-        /// <summary>Admissions refused by a Spot's lifecycle lane.</summary>
-        public long RejectedLifecycleLane { get; private set; }
-        /// <summary>Admissions refused by the node's inbound byte budget.</summary>
-        public long RejectedNodeInbound { get; private set; }
-        /// <summary>Activations refused by the active cap.</summary>
-        public long RejectedActivation { get; private set; }
-        /// <summary>Messages that ended with <see cref="StaleRouteException"/>.</summary>
-        public long StaleRoutes { get; private set; }
-        /// <summary>Ticks kept (deferred) because the application lane was full.</summary>
-        public long TicksDeferred { get; private set; }
-        /// <summary>Idle-eviction passes.</summary>
-        public long EvictionPasses { get; private set; }
-        /// <summary>Spots examined by the eviction passes (at most 64 per pass).</summary>
-        public long EvictionExamined { get; private set; }
-        /// <summary>Spots given up because the node's authority over them ended first
-        /// (<see cref="CloseReason.AuthorityLost"/>).</summary>
-        public long AuthorityLost { get; private set; }
-        /// <summary>Terms of authority the node took after its first (each after one ended).</summary>
-        public long TermsRenewed { get; private set; }
-    }
+    public sealed partial class NodeStats { }
 
     /// <summary>How to start a <see cref="Node"/>. A zero limit takes the library's default.</summary>
     public sealed class NodeOptions
