@@ -13,7 +13,6 @@ use parking_lot::Mutex;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::PyList;
 
 use spot_timer_core::driver::{Driver, Host, Pass, Ticket, TimerSource, Verdict};
 use spot_timer_core::{Error, Outcome, Record};
@@ -89,52 +88,17 @@ impl PyTick {
 }
 
 /// What one pump did (`None` instead once the runtime closed).
-pub type PumpResult = Option<PyPass>;
+pub type PumpResult = Option<Pumped>;
 
-/// What one pump did, and what Python must do next: start the coroutines of kept records
+/// What one pump did, and what is left to do: start the coroutines of kept records
 /// (asyncio mode).
-#[pyclass(module = "spot_timer._native", name = "Pass", frozen)]
-pub struct PyPass {
+pub struct Pumped {
     /// Records handled (run, not started, or notices).
-    #[pyo3(get)]
-    ran: usize,
+    pub ran: usize,
     /// Outcomes written and not sent yet (they go with the next pump).
-    #[pyo3(get)]
-    pending: usize,
-    /// `Kept` records whose coroutine is to be started.
-    #[pyo3(get)]
-    coroutines: Py<PyList>,
-}
-
-/// The dispatcher thread's handle (holds no Python objects).
-#[pyclass(module = "spot_timer._native", name = "Dispatcher", frozen)]
-pub struct NativeDispatcher {
-    pub inner: Arc<Inner>,
-}
-
-#[pymethods]
-impl NativeDispatcher {
-    #[pyo3(signature = (timeout_ns=None, max_records=8192, flush=false, window_ns=0, budget_ns=0))]
-    fn pump<'py>(
-        &self,
-        py: Python<'py>,
-        timeout_ns: Option<u64>,
-        max_records: usize,
-        flush: bool,
-        window_ns: u64,
-        budget_ns: u64,
-    ) -> PyResult<PumpResult> {
-        let limits = Limits {
-            max_records,
-            window_ns,
-            budget_ns,
-        };
-        pump(py, &self.inner, timeout_ns, limits, flush)
-    }
-
-    fn is_closed(&self) -> bool {
-        self.inner.rt.is_closed()
-    }
+    pub pending: usize,
+    /// Records kept for coroutine handlers, whose coroutines are to be started.
+    pub coroutines: Vec<Py<PyKept>>,
 }
 
 /// How much one exchange takes.
@@ -384,7 +348,7 @@ fn run_batch<'py>(
         py,
         inner,
         allow_coroutines,
-        coroutines: PyList::empty(py),
+        coroutines: Vec::new(),
         coroutine: None,
         fatal: None,
     };
@@ -411,31 +375,48 @@ fn run_batch<'py>(
     } else {
         ran - held + not_started
     };
-    Ok(Some(PyPass {
+    Ok(Some(Pumped {
         ran: ran + not_started + notices,
         pending,
-        coroutines: coroutines.unbind(),
+        coroutines,
     }))
 }
 
-/// A coroutine handler's record, kept until the coroutine ends (asyncio mode).
+/// A coroutine handler's record, kept until the coroutine ends (asyncio mode). The
+/// coroutine runs as a task whose done callback is this object.
 #[pyclass(module = "spot_timer._native", name = "Kept", frozen)]
 pub struct PyKept {
     ticket: Mutex<Option<Ticket<TimerSource<u64>>>>,
     generation: u64,
     inner: Weak<Inner>,
     /// The coroutine the handler returned.
-    #[pyo3(get)]
-    coro: Py<PyAny>,
+    pub coro: Py<PyAny>,
     /// Its tick (for the exception handler).
-    #[pyo3(get)]
     tick: Py<PyTick>,
 }
 
 #[pymethods]
 impl PyKept {
-    /// The coroutine ended (ok: it returned; else it raised or was cancelled): completes
-    /// its record. Later calls do nothing.
+    /// The coroutine's task ended: its exception goes to the exception handler, and the
+    /// record completes (OK if it returned, FAILED if it raised or was cancelled). Later
+    /// calls do nothing.
+    fn __call__(&self, py: Python<'_>, task: &Bound<'_, PyAny>) -> PyResult<()> {
+        let mut ok = !task.call_method0("cancelled")?.is_truthy()?;
+        if ok {
+            let exc = task.call_method0("exception")?;
+            if !exc.is_none() {
+                ok = false;
+                if let Some(inner) = self.inner.upgrade() {
+                    report(py, &inner, PyErr::from_value(exc), self.tick.bind(py));
+                }
+            }
+        }
+        self.complete(py, ok);
+        Ok(())
+    }
+}
+
+impl PyKept {
     fn complete(&self, py: Python<'_>, ok: bool) {
         let Some(ticket) = self.ticket.lock().take() else {
             return;
@@ -454,7 +435,7 @@ struct PyTimerHost<'a, 'py> {
     py: Python<'py>,
     inner: &'a Arc<Inner>,
     allow_coroutines: bool,
-    coroutines: Bound<'py, PyList>,
+    coroutines: Vec<Py<PyKept>>,
     /// The coroutine a handler returned and its tick, until the driver hands its ticket.
     coroutine: Option<(Bound<'py, PyAny>, Bound<'py, PyTick>)>,
     /// KeyboardInterrupt, SystemExit, or an error building the call: propagates.
@@ -486,8 +467,11 @@ impl Host<TimerSource<u64>> for PyTimerHost<'_, '_> {
             coro: coro.unbind(),
             tick: tick.unbind(),
         };
-        if let Err(e) = Bound::new(self.py, kept).and_then(|k| self.coroutines.append(k)) {
-            self.fatal.get_or_insert(e);
+        match Py::new(self.py, kept) {
+            Ok(k) => self.coroutines.push(k),
+            Err(e) => {
+                self.fatal.get_or_insert(e);
+            }
         }
     }
 

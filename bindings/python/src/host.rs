@@ -1,5 +1,5 @@
 //! The few pieces of `spot_timer/__init__.py` the native classes use, handed over once at
-//! import (`_native.configure`): the result enum's members, the stats class and the
+//! import (`_native.configure`): the result enum's members, the stats classes and the
 //! coroutine of `cancel_async`.
 
 use pyo3::prelude::*;
@@ -9,6 +9,8 @@ pub struct Helpers {
     /// The members of `EndReason`, by value (a cancel returns one without calling the
     /// enum class).
     pub end_reasons: Vec<Py<PyAny>>,
+    /// `Stats`.
+    pub stats: Py<PyAny>,
     /// `TimerStats`.
     pub timer_stats: Py<PyAny>,
     /// `_cancel_async(timer) -> coroutine`.
@@ -22,6 +24,7 @@ static HELPERS: PyOnceLock<Helpers> = PyOnceLock::new();
 pub fn configure(
     py: Python<'_>,
     end_reason: &Bound<'_, PyAny>,
+    stats: Py<PyAny>,
     timer_stats: Py<PyAny>,
     cancel_async: Py<PyAny>,
 ) -> PyResult<()> {
@@ -33,6 +36,7 @@ pub fn configure(
         py,
         Helpers {
             end_reasons,
+            stats,
             timer_stats,
             cancel_async,
         },

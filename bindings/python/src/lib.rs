@@ -1,8 +1,8 @@
 //! `spot_timer._native`: the pyo3 layer over `spot-timer-core` (module wiring only).
 //!
-//! `spot_timer/__init__.py` re-exports `Owner`, `Timer` and `Tick` from here and keeps the
-//! parts that are Python by nature (the dispatcher thread, asyncio integration, enums and
-//! dataclasses). Ground rules:
+//! `spot_timer/__init__.py` re-exports `Runtime`, `ManualClock`, `Owner`, `Timer` and
+//! `Tick` from here and keeps the parts that are Python by nature (enums and dataclasses).
+//! Ground rules:
 //!
 //! * Python callables (handlers, release hooks, the exception handler) are kept in the
 //!   runtime's object table (`objects`), reported to the garbage collector; the core only
@@ -14,6 +14,9 @@
 //! * The Spot lifecycle (`spot-lifecycle`) is `lifecycle`: `Store`, `Node` and `SpotRecord`,
 //!   re-exported by `spot_timer/lifecycle.py`.
 
+mod args;
+mod clock;
+mod delivery_modes;
 mod dispatch;
 mod durations;
 mod errors;
@@ -34,19 +37,18 @@ use pyo3::prelude::*;
 // The GIL guards the per-record state (`gil_cell`).
 #[pymodule(gil_used = true)]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<runtime::NativeClock>()?;
-    m.add_class::<runtime::NativeRuntime>()?;
+    m.add_class::<clock::PyManualClock>()?;
+    m.add_class::<runtime::PyRuntime>()?;
     m.add_class::<owner::NativeOwner>()?;
     m.add_class::<timer::NativeTimer>()?;
-    m.add_class::<dispatch::NativeDispatcher>()?;
     m.add_class::<dispatch::PyTick>()?;
-    m.add_class::<dispatch::PyKept>()?;
-    m.add_class::<dispatch::PyPass>()?;
     m.add_function(wrap_pyfunction!(host::configure, m)?)?;
     m.add_function(wrap_pyfunction!(durations::nanos, m)?)?;
-    m.add("MODE_MANUAL", inner::MODE_MANUAL)?;
-    m.add("MODE_THREAD", inner::MODE_THREAD)?;
-    m.add("MODE_ASYNCIO", inner::MODE_ASYNCIO)?;
+    // Every runtime still open is closed before the interpreter finalizes.
+    let close_all = wrap_pyfunction!(runtime::close_all_at_exit, m)?;
+    m.py()
+        .import("atexit")?
+        .call_method1("register", (close_all,))?;
     m.add("MAX_TIMERS", spot_timer_core::MAX_TIMERS)?;
     // The core's end reasons by number: `EndReason` is checked against it.
     let reasons: Vec<(u8, &str)> = spot_timer_core::EndReason::ALL

@@ -1,28 +1,40 @@
-//! `spot_timer._native.Runtime` (wrapped by the package's `Runtime`) and `ManualClock`.
+//! `spot_timer.Runtime`: one scheduler thread and one deadline queue for all its timers.
+//! Its arguments are checked here, each bad one raising a `SpotTimerError` subclass that
+//! names it; how its records reach Python is `delivery_modes`.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
+use pyo3::exceptions::PyRuntimeError;
 use pyo3::gc::PyVisit;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyBool, PyDict, PyInt, PyWeakrefReference};
 use pyo3::PyTraverseError;
 
-use spot_timer_core::{
-    ClockKind, GateMode, ManualClock, OwnerOptions, Runtime, RuntimeConfig, Sink,
-};
+use spot_timer_core::{ClockKind, GateMode, OwnerOptions, Runtime, RuntimeConfig, Sink};
 
-use crate::dispatch::{pump, NativeDispatcher, PumpResult};
-use crate::errors::to_py;
+use crate::args::Arg;
+use crate::clock::PyManualClock;
+use crate::delivery_modes::{dispatch_here, logger, Delivery};
+use crate::dispatch::Limits;
+use crate::durations::{nanos, opt_nanos};
+use crate::errors::{py_error, to_py, Exc};
 use crate::gil_cell::GilCell;
+use crate::host::helpers;
 use crate::inner::{DispatchState, Inner, MODE_MANUAL, NEXT_INNER_ID};
 use crate::keys::Keys;
 use crate::objects::PyObjects;
-use crate::owner::NativeOwner;
+use crate::owner::{check_callable, NativeOwner};
+use crate::timer::NativeTimer;
 use crate::waiters::Waiters;
+
+/// Records per exchange by default (`Runtime(max_batch=)`).
+const MAX_BATCH: usize = 8192;
+/// Time one batch of handlers may take, by default (`Runtime(batch_budget=)`).
+const BATCH_BUDGET_NS: u64 = 1_000_000;
 
 /// Runs a timer's Python release callback on the thread that ends its generation; its
 /// exception becomes the generation's terminal result (`CleanupFailed`).
@@ -42,156 +54,524 @@ fn run_release(cb: Py<PyAny>) -> Result<(), String> {
     .unwrap_or(Ok(()))
 }
 
-/// A manual clock; time moves only when advanced.
-#[pyclass(module = "spot_timer._native", name = "ManualClock", frozen)]
-pub struct NativeClock {
-    clock: ManualClock,
+/// The core runtime and the Python state its timers share.
+fn new_inner(py: Python<'_>, clock: Option<&PyManualClock>) -> PyResult<Arc<Inner>> {
+    let kind = match clock {
+        Some(c) => ClockKind::Manual(c.clock.clone()),
+        None => ClockKind::Real,
+    };
+    let releases: Arc<Mutex<HashMap<u64, Py<PyAny>>>> = Arc::default();
+    let ended = Arc::new(Mutex::new(Vec::new()));
+    // One release function for the runtime, not a hook per registration: it runs the
+    // timer's Python release callback (if it has one) and queues its objects to be
+    // dropped at the next attached call.
+    let release = {
+        let (releases, ended) = (releases.clone(), ended.clone());
+        move |pid: &u64| {
+            let cb = {
+                let mut r = releases.lock();
+                if r.is_empty() {
+                    None
+                } else {
+                    r.remove(pid)
+                }
+            };
+            let r = match cb {
+                Some(cb) => run_release(cb),
+                None => Ok(()),
+            };
+            ended.lock().push(*pid);
+            r
+        }
+    };
+    let rt = Runtime::new(RuntimeConfig {
+        clock: kind,
+        sink: Sink::Exchange,
+        release: Some(Box::new(release)),
+        ..RuntimeConfig::default()
+    })
+    .map_err(|e| to_py(py, e))?;
+    Ok(Arc::new(Inner {
+        id: NEXT_INNER_ID.fetch_add(1, Ordering::Relaxed),
+        rt,
+        objects: GilCell::new(PyObjects::default()),
+        releases,
+        ended,
+        state: GilCell::new(DispatchState::default()),
+        async_inflight: Mutex::new(HashSet::new()),
+        mode: AtomicU8::new(MODE_MANUAL),
+        host: Mutex::new(None),
+        budget: OnceLock::new(),
+        dispatchers: AtomicUsize::new(0),
+        waiters: Mutex::new(Waiters::default()),
+        keys: Keys::default(),
+    }))
 }
 
-#[pymethods]
-impl NativeClock {
-    #[new]
-    fn new() -> Self {
-        Self {
-            clock: ManualClock::new(),
+/// A runtime that may still need closing: what a `Runtime` object and the interpreter's
+/// exit hook share (the hook closes every one still open, so that no worker or scheduler
+/// thread touches the interpreter while it finalizes).
+struct LiveRuntime {
+    inner: Arc<Inner>,
+    delivery: Delivery,
+    limits: Limits,
+    closed: AtomicBool,
+}
+
+static LIVE: Mutex<Vec<Weak<LiveRuntime>>> = Mutex::new(Vec::new());
+
+impl LiveRuntime {
+    fn close(&self, py: Python<'_>, timeout: Option<Duration>) -> PyResult<()> {
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        if let Delivery::Asyncio(reader) = &self.delivery {
+            reader.detach(py);
+        }
+        close_inner(py, &self.inner);
+        self.delivery
+            .stop(py, timeout.map(|t| Instant::now() + t))?;
+        LIVE.lock()
+            .retain(|w| w.strong_count() > 0 && !std::ptr::eq(w.as_ptr(), self));
+        Ok(())
+    }
+}
+
+impl Drop for LiveRuntime {
+    fn drop(&mut self) {
+        if self.inner.rt.is_closed() {
+            return;
+        }
+        let inner = self.inner.clone();
+        // Closing joins the scheduler thread: never while attached.
+        let _ = Python::try_attach(|py| {
+            if let Delivery::Asyncio(reader) = &self.delivery {
+                reader.detach(py);
+            }
+            py.detach(|| inner.rt.close())
+        });
+        if !self.inner.rt.is_closed() {
+            self.inner.rt.close();
         }
     }
+}
 
-    fn advance(&self, ns: u64) {
-        self.clock.advance(Duration::from_nanos(ns));
-    }
-
-    fn now_ns(&self) -> u64 {
-        use spot_timer_core::Clock;
-        self.clock.now()
+/// Ends every generation and stops the scheduler; drops the Python objects the runtime
+/// held and resolves the cancels still awaited.
+fn close_inner(py: Python<'_>, inner: &Arc<Inner>) {
+    let rt = inner.clone();
+    // Joins the scheduler thread (which may run Python release hooks): detached.
+    py.detach(move || rt.rt.close());
+    // This thread's session goes (its records were abandoned with the close); other
+    // threads drop theirs at their next pump or when they end.
+    crate::dispatch::drop_session(inner.id);
+    inner.async_inflight.lock().clear();
+    // Every generation ended; drop their Python objects.
+    inner.ended.lock().clear();
+    let mut taken = inner.objects.with(py, |o| o.clear_timers());
+    taken.extend(inner.releases.lock().drain().map(|(_, r)| r));
+    drop(taken);
+    // Cancels still awaited: their generations ended with the close.
+    let waiting = inner.waiters.lock().drain();
+    for w in waiting {
+        if let Err(e) = w.resolve_closed(py, &inner.rt) {
+            e.write_unraisable(py, None);
+        }
     }
 }
 
-#[pyclass(module = "spot_timer._native", name = "Runtime", frozen)]
-pub struct NativeRuntime {
-    pub inner: Arc<Inner>,
+/// The interpreter's exit: every runtime still open is closed.
+#[pyfunction]
+pub fn close_all_at_exit(py: Python<'_>) {
+    let live: Vec<Arc<LiveRuntime>> = LIVE.lock().iter().filter_map(Weak::upgrade).collect();
+    for rt in live {
+        let _ = rt.close(py, Some(Duration::from_secs(1)));
+    }
+}
+
+/// Where handler exceptions go when the application names no handler: `logging`.
+#[pyfunction]
+fn log_handler_exception(
+    py: Python<'_>,
+    exc: &Bound<'_, PyAny>,
+    tick: &Bound<'_, PyAny>,
+) -> PyResult<()> {
+    let kwargs = PyDict::new(py);
+    kwargs.set_item("exc_info", exc)?;
+    logger(py)?.call_method(
+        "error",
+        ("spot_timer handler raised (%r)", tick),
+        Some(&kwargs),
+    )?;
+    Ok(())
+}
+
+/// The exception handler to keep: the one given (checked), or the logging one.
+fn handler_or_logging(
+    py: Python<'_>,
+    given: Option<&Bound<'_, PyAny>>,
+    name: &str,
+) -> PyResult<Py<PyAny>> {
+    match given.filter(|h| !h.is_none()) {
+        Some(h) => {
+            check_callable(py, h, name)?;
+            Ok(h.clone().unbind())
+        }
+        None => Ok(wrap_pyfunction!(log_handler_exception, py)?
+            .into_any()
+            .unbind()),
+    }
+}
+
+/// An int argument in `low..=high`; `name` names it in the error.
+fn int_in(
+    py: Python<'_>,
+    value: &Bound<'_, PyAny>,
+    name: &str,
+    low: i64,
+    high: i64,
+) -> PyResult<i64> {
+    if !value.is_instance_of::<PyInt>() || value.is_instance_of::<PyBool>() {
+        return Err(py_error(
+            py,
+            Exc::ArgumentType,
+            format!("{name} must be an int"),
+        ));
+    }
+    match value.extract::<i64>() {
+        Ok(v) if (low..=high).contains(&v) => Ok(v),
+        _ => Err(py_error(
+            py,
+            Exc::InvalidArgument,
+            format!("{name} must be in {low}..={high}, got {value}"),
+        )),
+    }
+}
+
+/// One spot-timer runtime: one scheduler thread, one deadline queue for all its timers.
+#[pyclass(module = "spot_timer", name = "Runtime", frozen, weakref)]
+pub struct PyRuntime {
+    live: Arc<LiveRuntime>,
+    clock: Option<Py<PyManualClock>>,
+}
+
+impl PyRuntime {
+    fn inner(&self) -> &Arc<Inner> {
+        &self.live.inner
+    }
+
+    fn is_closed(&self) -> bool {
+        self.live.closed.load(Ordering::Acquire) || self.inner().rt.is_closed()
+    }
+
+    fn check_open(&self, py: Python<'_>) -> PyResult<()> {
+        if self.is_closed() {
+            return Err(py_error(py, Exc::RuntimeClosed, "runtime is closed".into()));
+        }
+        Ok(())
+    }
 }
 
 #[pymethods]
-impl NativeRuntime {
+impl PyRuntime {
     #[new]
-    #[pyo3(signature = (clock=None))]
-    fn new(py: Python<'_>, clock: Option<&NativeClock>) -> PyResult<Self> {
-        let kind = match clock {
-            Some(c) => ClockKind::Manual(c.clock.clone()),
-            None => ClockKind::Real,
+    #[pyo3(
+        text_signature = "(clock=None, *, dispatch='thread', exception_handler=None, loop=None, max_batch=8192, batch_window=0, workers=1, batch_budget=0.001)"
+    )]
+    #[pyo3(signature = (
+        clock=None, *, dispatch=Arg::Default, exception_handler=None, r#loop=None,
+        max_batch=Arg::Default, batch_window=Arg::Default, workers=Arg::Default,
+        batch_budget=Arg::Default,
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        clock: Option<&Bound<'_, PyAny>>,
+        dispatch: Arg<'_>,
+        exception_handler: Option<&Bound<'_, PyAny>>,
+        r#loop: Option<&Bound<'_, PyAny>>,
+        max_batch: Arg<'_>,
+        batch_window: Arg<'_>,
+        workers: Arg<'_>,
+        batch_budget: Arg<'_>,
+    ) -> PyResult<Self> {
+        let clock = match clock.filter(|c| !c.is_none()) {
+            None => None,
+            Some(c) => Some(c.cast::<PyManualClock>().map_err(|_| {
+                let ty = c
+                    .get_type()
+                    .name()
+                    .map(|n| n.to_string())
+                    .unwrap_or_default();
+                py_error(
+                    py,
+                    Exc::ArgumentType,
+                    format!("clock must be None (real clock) or a ManualClock, not {ty}"),
+                )
+            })?),
         };
-        let releases: Arc<Mutex<HashMap<u64, Py<PyAny>>>> = Arc::default();
-        let ended = Arc::new(Mutex::new(Vec::new()));
-        // One release function for the runtime, not a hook per registration: it runs the
-        // timer's Python release callback (if it has one) and queues its objects to be
-        // dropped at the next attached call.
-        let release = {
-            let (releases, ended) = (releases.clone(), ended.clone());
-            move |pid: &u64| {
-                let cb = {
-                    let mut r = releases.lock();
-                    if r.is_empty() {
-                        None
-                    } else {
-                        r.remove(pid)
-                    }
+        let mode = match dispatch.given() {
+            None => "thread".to_string(),
+            Some(d) => match d.extract::<String>() {
+                Ok(m) if ["thread", "asyncio", "manual"].contains(&m.as_str()) => m,
+                _ => {
+                    return Err(py_error(
+                        py,
+                        Exc::InvalidArgument,
+                        format!(
+                            "dispatch must be 'thread', 'asyncio' or 'manual', got {}",
+                            d.repr()?
+                        ),
+                    ))
+                }
+            },
+        };
+        let max_records = match max_batch.given() {
+            None => MAX_BATCH,
+            Some(m) => int_in(py, m, "max_batch", 1, 1 << 20)? as usize,
+        };
+        let workers = match workers.given() {
+            None => 1,
+            Some(w) => int_in(py, w, "workers", 1, 64)? as usize,
+        };
+        if workers != 1 && mode != "thread" {
+            return Err(py_error(
+                py,
+                Exc::DispatchMode,
+                format!("workers={workers} is for dispatch='thread', not '{mode}'"),
+            ));
+        }
+        let handler = handler_or_logging(py, exception_handler, "exception_handler")?;
+        let window_ns = match batch_window.given() {
+            None => 0,
+            Some(w) => nanos(py, w, "batch_window")?,
+        };
+        if window_ns > 100_000_000 {
+            return Err(py_error(
+                py,
+                Exc::InvalidDuration,
+                "batch_window must be at most 0.1 s".into(),
+            ));
+        }
+        let budget_ns = match batch_budget.given() {
+            None => BATCH_BUDGET_NS,
+            Some(b) => match opt_nanos(py, Some(b), "batch_budget")? {
+                None => 0,
+                Some(b) if b > 0 && b <= 1_000_000_000 => b,
+                Some(_) => return Err(py_error(
+                    py,
+                    Exc::InvalidDuration,
+                    "batch_budget must be more than 0 and at most 1 s (None: take up to max_batch)"
+                        .into(),
+                )),
+            },
+        };
+        let limits = Limits {
+            max_records,
+            window_ns,
+            budget_ns,
+        };
+        let inner = new_inner(py, clock.map(|c| c.get()))?;
+        inner
+            .objects
+            .with(py, |o| o.exception_handler = Some(handler));
+        if let Some(c) = &clock {
+            c.get().attach(&inner);
+        }
+        let delivery = match mode.as_str() {
+            "thread" => Delivery::start_threads(py, &inner, limits, workers),
+            "asyncio" => {
+                let event_loop = match r#loop.filter(|l| !l.is_none()) {
+                    Some(l) => Ok(l.clone()),
+                    None => py
+                        .import("asyncio")?
+                        .call_method0("get_running_loop")
+                        .map_err(|e| {
+                            if e.is_instance_of::<PyRuntimeError>(py) {
+                                py_error(
+                                    py,
+                                    Exc::DispatchMode,
+                                    "dispatch='asyncio' needs a running event loop or loop=..."
+                                        .into(),
+                                )
+                            } else {
+                                e
+                            }
+                        }),
                 };
-                let r = match cb {
-                    Some(cb) => run_release(cb),
-                    None => Ok(()),
-                };
-                ended.lock().push(*pid);
-                r
+                event_loop.and_then(|l| Delivery::start_asyncio(py, &inner, limits, l))
+            }
+            _ => Ok(Delivery::manual(&inner)),
+        };
+        let delivery = match delivery {
+            Ok(d) => d,
+            Err(e) => {
+                close_inner(py, &inner);
+                return Err(e);
             }
         };
-        let rt = Runtime::new(RuntimeConfig {
-            clock: kind,
-            sink: Sink::Exchange,
-            release: Some(Box::new(release)),
-            ..RuntimeConfig::default()
-        })
-        .map_err(|e| to_py(py, e))?;
+        let live = Arc::new(LiveRuntime {
+            inner,
+            delivery,
+            limits,
+            closed: AtomicBool::new(false),
+        });
+        {
+            let mut all = LIVE.lock();
+            all.retain(|w| w.strong_count() > 0);
+            all.push(Arc::downgrade(&live));
+        }
         Ok(Self {
-            inner: Arc::new(Inner {
-                id: NEXT_INNER_ID.fetch_add(1, Ordering::Relaxed),
-                rt,
-                objects: GilCell::new(PyObjects::default()),
-                releases,
-                ended,
-                state: GilCell::new(DispatchState::default()),
-                async_inflight: Mutex::new(HashSet::new()),
-                mode: AtomicU8::new(MODE_MANUAL),
-                host: Mutex::new(None),
-                budget: OnceLock::new(),
-                dispatchers: AtomicUsize::new(0),
-                waiters: Mutex::new(Waiters::default()),
-                keys: Keys::default(),
-            }),
+            live,
+            clock: clock.map(|c| c.clone().unbind()),
         })
     }
 
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        let inner = self.inner();
         // SAFETY: a GC callback of the object owning the cell.
-        unsafe { self.inner.objects.during_gc() }.visit(&visit)?;
+        unsafe { inner.objects.during_gc() }.visit(&visit)?;
         // Never blocks: the lock is only ever held for short sections without Python calls.
-        if let Some(r) = self.inner.releases.try_lock() {
+        if let Some(r) = inner.releases.try_lock() {
             for cb in r.values() {
                 visit.call(cb)?;
             }
         }
-        if let Some(w) = self.inner.waiters.try_lock() {
+        if let Some(w) = inner.waiters.try_lock() {
             w.visit(&visit)?;
         }
         // SAFETY: a GC callback of the object owning the cell.
-        unsafe { self.inner.keys.visit_during_gc(&visit) }?;
+        unsafe { inner.keys.visit_during_gc(&visit) }?;
         Ok(())
     }
 
     fn __clear__(&self) {
+        let inner = self.inner();
         let taken = {
             // SAFETY: a GC callback of the object owning the cell.
-            let o = unsafe { self.inner.objects.during_gc() };
+            let o = unsafe { inner.objects.during_gc() };
             let mut t = o.clear_timers();
             t.extend(o.exception_handler.take());
-            t.extend(self.inner.releases.lock().drain().map(|(_, r)| r));
+            t.extend(inner.releases.lock().drain().map(|(_, r)| r));
             t
         };
         drop(taken);
-        drop(self.inner.waiters.lock().drain());
+        drop(inner.waiters.lock().drain());
         // SAFETY: a GC callback of the object owning the cell.
-        unsafe { self.inner.keys.clear_during_gc() };
+        unsafe { inner.keys.clear_during_gc() };
     }
 
-    /// Remembers `runtime_ref` (a `weakref.ref` to the Python `Runtime`).
-    fn attach_host(&self, runtime_ref: Py<PyAny>) {
-        let old = self.inner.host.lock().replace(runtime_ref);
-        drop(old);
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
     }
 
-    /// 0 manual (`dispatch()`), 1 dispatcher thread, 2 asyncio.
-    fn set_mode(&self, mode: u8) {
-        self.inner.mode.store(mode, Ordering::Relaxed);
+    #[pyo3(signature = (*_exc))]
+    fn __exit__(&self, py: Python<'_>, _exc: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<()> {
+        self.live.close(py, Some(Duration::from_secs(2)))
     }
 
-    fn set_exception_handler(&self, py: Python<'_>, handler: Option<Py<PyAny>>) {
-        let old = self
-            .inner
-            .objects
-            .with(py, |o| std::mem::replace(&mut o.exception_handler, handler));
-        drop(old);
+    /// `async with Runtime(...)`: an awaitable that gives the runtime.
+    fn __aenter__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        let fut = py
+            .import("asyncio")?
+            .call_method0("get_running_loop")?
+            .call_method0("create_future")?;
+        fut.call_method1("set_result", (slf,))?;
+        Ok(fut)
     }
 
-    /// A new authority of `owner_id`, as the public `Owner` object of `runtime`.
-    #[pyo3(signature = (runtime, owner_id, lease_ns=None, concurrent=false))]
-    fn acquire_owner(
+    #[pyo3(signature = (*_exc))]
+    fn __aexit__<'py>(
         &self,
-        py: Python<'_>,
-        runtime: Py<PyAny>,
-        owner_id: u64,
-        lease_ns: Option<u64>,
-        concurrent: bool,
+        py: Python<'py>,
+        _exc: &Bound<'py, pyo3::types::PyTuple>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.live.close(py, Some(Duration::from_secs(2)))?;
+        let fut = py
+            .import("asyncio")?
+            .call_method0("get_running_loop")?
+            .call_method0("create_future")?;
+        fut.call_method1("set_result", (py.None(),))?;
+        Ok(fut)
+    }
+
+    #[getter]
+    fn closed(&self) -> bool {
+        self.is_closed()
+    }
+
+    /// The ManualClock, or None on the real clock.
+    #[getter]
+    fn clock(&self, py: Python<'_>) -> Option<Py<PyManualClock>> {
+        self.clock.as_ref().map(|c| c.clone_ref(py))
+    }
+
+    /// ``"thread"``, ``"asyncio"`` or ``"manual"``.
+    #[getter]
+    fn dispatch_mode(&self) -> &'static str {
+        self.live.delivery.name()
+    }
+
+    /// Starts a new authority for owner ``id`` (an older authority of the id is revoked).
+    ///
+    /// ``lease``: seconds/timedelta until the authority expires unless renewed (None: never).
+    /// ``gate``: SERIAL (default: one callback at a time across the owner's timers) or
+    /// CONCURRENT.
+    #[pyo3(signature = (id, *, lease=None, gate=Arg::Default))]
+    fn owner(
+        slf: &Bound<'_, Self>,
+        id: &Bound<'_, PyAny>,
+        lease: Option<&Bound<'_, PyAny>>,
+        gate: Arg<'_>,
     ) -> PyResult<NativeOwner> {
+        let py = slf.py();
+        let this = slf.get();
+        this.check_open(py)?;
+        if !id.is_instance_of::<PyInt>() || id.is_instance_of::<PyBool>() {
+            let ty = id.get_type().name()?;
+            return Err(py_error(
+                py,
+                Exc::ArgumentType,
+                format!("owner id must be an int, not {ty}"),
+            ));
+        }
+        let owner_id: u64 = id.extract().map_err(|_| {
+            py_error(
+                py,
+                Exc::InvalidArgument,
+                format!("owner id must be in 0..2**64-1, got {id}"),
+            )
+        })?;
+        let lease_ns = opt_nanos(py, lease, "lease")?;
+        if lease_ns == Some(0) {
+            return Err(py_error(
+                py,
+                Exc::InvalidDuration,
+                "lease must be greater than zero".into(),
+            ));
+        }
+        let concurrent = match gate.given() {
+            None => false,
+            Some(g) => match g.extract::<u8>() {
+                Ok(v) if v <= 1 && !g.is_instance_of::<PyBool>() => v == 1,
+                _ => {
+                    return Err(py_error(
+                        py,
+                        Exc::ArgumentType,
+                        format!("gate must be a GateMode, not {}", g.repr()?),
+                    ))
+                }
+            },
+        };
+        let inner = this.inner();
+        {
+            // Timers reach their runtime through this (`Timer.runtime`).
+            let mut host = inner.host.lock();
+            if host.is_none() {
+                *host = Some(PyWeakrefReference::new(slf)?.into_any().unbind());
+            }
+        }
         let opts = OwnerOptions {
             lease: lease_ns.map(Duration::from_nanos),
             gate: if concurrent {
@@ -200,90 +580,119 @@ impl NativeRuntime {
                 GateMode::Serial
             },
         };
-        let owner = self
-            .inner
+        let owner = inner
             .rt
             .acquire_owner(owner_id, opts)
             .map_err(|e| to_py(py, e))?;
         Ok(NativeOwner::new(
-            self.inner.clone(),
-            runtime,
+            inner.clone(),
+            slf.clone().into_any().unbind(),
             owner,
             lease_ns,
         ))
     }
 
-    /// One exchange and the batch it returned (see [`pump`]).
-    #[pyo3(signature = (timeout_ns=None, max_records=8192, flush=false, window_ns=0, budget_ns=0))]
-    fn pump<'py>(
+    /// Cancels ``timer`` (which must belong to this runtime) and waits for its result
+    /// (``Timer.cancel``: in asyncio mode on the loop thread it never waits).
+    #[pyo3(signature = (timer, timeout=None))]
+    fn cancel<'py>(
         &self,
         py: Python<'py>,
-        timeout_ns: Option<u64>,
-        max_records: usize,
-        flush: bool,
-        window_ns: u64,
-        budget_ns: u64,
-    ) -> PyResult<PumpResult> {
-        let limits = crate::dispatch::Limits {
-            max_records,
-            window_ns,
-            budget_ns,
+        timer: &Bound<'py, PyAny>,
+        timeout: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let Ok(t) = timer.cast::<NativeTimer>() else {
+            let ty = timer.get_type().name()?;
+            return Err(py_error(
+                py,
+                Exc::ArgumentType,
+                format!("expected a Timer, not {ty}"),
+            ));
         };
-        pump(py, &self.inner, timeout_ns, limits, flush)
-    }
-
-    /// A handle for the dispatcher thread: pumps this runtime without holding a Python
-    /// reference to it (so the runtime and the handlers it holds stay collectable).
-    fn dispatcher(&self) -> NativeDispatcher {
-        self.inner.dispatchers.fetch_add(1, Ordering::Relaxed);
-        NativeDispatcher {
-            inner: self.inner.clone(),
+        if !Arc::ptr_eq(self.inner(), &t.get().inner) {
+            return Err(py_error(
+                py,
+                Exc::ForeignTimer,
+                "the timer belongs to a different runtime".into(),
+            ));
         }
+        timer.call_method1("cancel", (timeout,))
     }
 
-    fn wakeup_fd(&self, py: Python<'_>) -> PyResult<i32> {
-        self.inner.rt.wakeup_fd().map_err(|e| to_py(py, e))
+    /// Advances the ManualClock; returns once everything that became due was fired.
+    fn advance(&self, py: Python<'_>, by: &Bound<'_, PyAny>) -> PyResult<()> {
+        let Some(clock) = &self.clock else {
+            return Err(py_error(
+                py,
+                Exc::NotManualClock,
+                "runtime does not use a manual clock".into(),
+            ));
+        };
+        self.check_open(py)?;
+        clock.get().advance(py, by)
     }
 
-    /// Waits until the scheduler processed everything sent so far and fired what is due.
-    fn sync(&self, py: Python<'_>) -> PyResult<()> {
-        let inner = self.inner.clone();
-        py.detach(move || inner.rt.sync()).map_err(|e| to_py(py, e))
+    /// The runtime's clock in seconds (monotonic; boot time for the real clock).
+    fn now(&self) -> f64 {
+        self.inner().rt.now() as f64 / 1e9
     }
 
-    fn now_ns(&self) -> u64 {
-        self.inner.rt.now()
-    }
-
-    fn is_closed(&self) -> bool {
-        self.inner.rt.is_closed()
-    }
-
-    fn close(&self, py: Python<'_>) {
-        let inner = self.inner.clone();
-        // Joins the scheduler thread (which may run Python release hooks): detached.
-        py.detach(move || inner.rt.close());
-        // This thread's session goes (its records were abandoned with the close); other
-        // threads drop theirs at their next pump or when they end.
-        crate::dispatch::drop_session(self.inner.id);
-        self.inner.async_inflight.lock().clear();
-        // Every generation ended; drop their Python objects.
-        self.inner.ended.lock().clear();
-        let mut taken = self.inner.objects.with(py, |o| o.clear_timers());
-        taken.extend(self.inner.releases.lock().drain().map(|(_, r)| r));
-        drop(taken);
-        // Cancels still awaited: their generations ended with the close.
-        let waiting = self.inner.waiters.lock().drain();
-        for w in waiting {
-            if let Err(e) = w.resolve_closed(py, &self.inner.rt) {
-                e.write_unraisable(py, None);
-            }
+    /// ``dispatch="manual"``: delivers ready records on this thread until none is left
+    /// and every completion was applied; returns the number of records handled. With a
+    /// timeout, first waits up to that long for records (None: until some arrive).
+    #[pyo3(signature = (timeout=Arg::Default), text_signature = "($self, timeout=0)")]
+    fn dispatch(&self, py: Python<'_>, timeout: Arg<'_>) -> PyResult<usize> {
+        let mode = self.live.delivery.name();
+        if mode != "manual" {
+            return Err(py_error(
+                py,
+                Exc::DispatchMode,
+                format!("dispatch() is for dispatch='manual' runtimes; this one uses '{mode}'"),
+            ));
         }
+        self.check_open(py)?;
+        let timeout_ns = match timeout.given() {
+            None => Some(0),
+            Some(t) => opt_nanos(py, Some(t), "timeout")?,
+        };
+        dispatch_here(
+            py,
+            self.inner(),
+            self.live.limits,
+            timeout_ns,
+            self.clock.is_some(),
+        )
     }
 
-    /// The stats fields as (name, "gauge" | "counter", value).
+    /// Sets where handler exceptions go (``handler(exc, tick)``); None: ``logging``.
+    fn set_exception_handler(
+        &self,
+        py: Python<'_>,
+        handler: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let handler = handler_or_logging(py, handler, "exception handler")?;
+        let old = self
+            .inner()
+            .objects
+            .with(py, |o| o.exception_handler.replace(handler));
+        drop(old);
+        Ok(())
+    }
+
+    /// A snapshot of the counters (``Stats``). Its fields are the core's own list, so a
+    /// field the core adds reaches Python without a list here (``Stats`` refuses it until
+    /// it has the field: a test fails).
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let d = PyDict::new(py);
+        for m in self.inner().rt.stats().metrics() {
+            d.set_item(m.name, m.value)?;
+        }
+        helpers(py)?.stats.bind(py).call((), Some(&d))
+    }
+
+    /// Every stats field as ``(name, "gauge" | "counter", value)``.
     fn metrics(&self) -> Vec<(&'static str, &'static str, u64)> {
-        self.inner
+        self.inner()
             .rt
             .stats()
             .metrics()
@@ -292,54 +701,73 @@ impl NativeRuntime {
             .collect()
     }
 
-    /// The lateness histogram: ([(upper bound ns or None for the last, count)], sum ns).
-    fn lateness(&self) -> (Vec<(Option<u64>, u64)>, u64) {
-        let l = self.inner.rt.lateness();
+    /// How late records were handed over (hand-over minus the nominal due time of each
+    /// record's tick): ``([(upper bound in seconds, or None for the last bucket, count)],
+    /// sum in seconds)`` — fixed log-linear buckets, not cumulative.
+    fn lateness(&self) -> (Vec<(Option<f64>, u64)>, f64) {
+        let l = self.inner().rt.lateness();
         let buckets = l
             .buckets
             .iter()
-            .map(|b| ((b.upper_ns != u64::MAX).then_some(b.upper_ns), b.count))
+            .map(|b| {
+                (
+                    (b.upper_ns != u64::MAX).then_some(b.upper_ns as f64 / 1e9),
+                    b.count,
+                )
+            })
             .collect();
-        (buckets, l.sum_ns)
+        (buckets, l.sum_ns as f64 / 1e9)
     }
 
+    /// Seconds: the upper bound of the bucket holding quantile ``q`` (0..1) of the
+    /// lateness (``inf`` for the last bucket); None when nothing was recorded.
+    fn lateness_quantile(&self, py: Python<'_>, q: &Bound<'_, PyAny>) -> PyResult<Option<f64>> {
+        let value: f64 = q.extract()?;
+        if !(0.0..=1.0).contains(&value) {
+            return Err(py_error(
+                py,
+                Exc::InvalidArgument,
+                format!("quantile {} is not between 0 and 1", q.repr()?),
+            ));
+        }
+        Ok(self.inner().rt.lateness().quantile(value).map(|d| {
+            if d.as_nanos() >= u128::from(u64::MAX) {
+                f64::INFINITY
+            } else {
+                d.as_secs_f64()
+            }
+        }))
+    }
+
+    /// The stats (gauges and counters, counters ending in ``_total``) and the lateness
+    /// histogram in the Prometheus text format 0.0.4.
+    #[pyo3(signature = (prefix="spot_timer"))]
     fn prometheus(&self, py: Python<'_>, prefix: &str) -> PyResult<String> {
         crate::errors::check_metric_prefix(py, prefix)?;
-        Ok(self.inner.rt.prometheus(prefix))
+        Ok(self.inner().rt.prometheus(prefix))
     }
 
-    /// Every stats field by name: the core's own list (`Stats::metrics`), so a field the
-    /// core adds reaches Python without a list here (and `Stats(**...)` refuses it until
-    /// the dataclass has it: a test fails).
-    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let d = PyDict::new(py);
-        for m in self.inner.rt.stats().metrics() {
-            d.set_item(m.name, m.value)?;
-        }
-        Ok(d)
+    /// Python callables the runtime holds for live timers (diagnostics).
+    fn held_python_objects(&self, py: Python<'_>) -> usize {
+        let inner = self.inner();
+        inner.purge(py);
+        inner.objects.with(py, |o| o.held()) + inner.releases.lock().len()
     }
 
-    /// Python objects held for live timers (for tests of the GC integration).
-    fn held_objects(&self, py: Python<'_>) -> usize {
-        self.inner.purge(py);
-        self.inner.objects.with(py, |o| o.held()) + self.inner.releases.lock().len()
+    /// Ends every timer (``EndReason.RUNTIME_CLOSED``), stops the scheduler and the
+    /// delivery. Idempotent. Waits up to ``timeout`` for the worker threads (None: as long
+    /// as they take).
+    #[pyo3(signature = (timeout=Arg::Default), text_signature = "($self, timeout=2.0)")]
+    fn close(&self, py: Python<'_>, timeout: Arg<'_>) -> PyResult<()> {
+        let timeout = match timeout.given() {
+            None => Some(Duration::from_secs(2)),
+            Some(t) => opt_nanos(py, Some(t), "timeout")?.map(Duration::from_nanos),
+        };
+        self.live.close(py, timeout)
     }
 
-    /// True if `timer` belongs to this runtime.
-    fn owns(&self, timer: &crate::timer::NativeTimer) -> bool {
-        Arc::ptr_eq(&self.inner, &timer.inner)
-    }
-}
-
-impl Drop for NativeRuntime {
-    fn drop(&mut self) {
-        if !self.inner.rt.is_closed() {
-            let inner = self.inner.clone();
-            // Closing joins the scheduler thread: never while attached.
-            let _ = Python::try_attach(|py| py.detach(|| inner.rt.close()));
-            if !self.inner.rt.is_closed() {
-                self.inner.rt.close();
-            }
-        }
+    fn __repr__(&self) -> String {
+        let state = if self.is_closed() { "closed" } else { "open" };
+        format!("<spot_timer.Runtime {} {state}>", self.live.delivery.name())
     }
 }

@@ -126,7 +126,7 @@ pub fn resolved_future(py: Python<'_>, result: EndResult) -> PyResult<Py<PyAny>>
     Ok(fut.unbind())
 }
 
-fn on_loop_thread(py: Python<'_>, event_loop: &Bound<'_, PyAny>) -> PyResult<bool> {
+pub fn on_loop_thread(py: Python<'_>, event_loop: &Bound<'_, PyAny>) -> PyResult<bool> {
     let running = py.import("asyncio")?.call_method0("_get_running_loop")?;
     Ok(running.is(event_loop))
 }
