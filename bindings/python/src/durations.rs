@@ -5,7 +5,7 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDelta, PyDeltaAccess, PyFloat, PyInt};
 
-use crate::errors::{py_error, Exc};
+use crate::errors::{fail, py_error, Exc};
 
 /// 2^64 as a float: the first value that does not fit in `u64`.
 const U64_LIMIT: f64 = 18_446_744_073_709_551_616.0;
@@ -31,14 +31,14 @@ pub fn nanos(py: Python<'_>, value: &Bound<'_, PyAny>, name: &str) -> PyResult<u
     if let Ok(f) = value.cast::<PyFloat>() {
         let x = f.value();
         if !x.is_finite() {
-            return Err(py_error(
+            return fail(
                 py,
                 Exc::InvalidDuration,
                 format!(
                     "{name} must be a finite number of seconds, got {}",
                     repr(value)
                 ),
-            ));
+            );
         }
         let ns = (x * 1e9).round_ties_even();
         return match ns {
@@ -76,11 +76,11 @@ pub fn nanos(py: Python<'_>, value: &Bound<'_, PyAny>, name: &str) -> PyResult<u
     } else {
         value.get_type().name()?.to_string()
     };
-    Err(py_error(
+    fail(
         py,
         Exc::ArgumentType,
         format!("{name} must be seconds (int/float) or a timedelta, not {kind}"),
-    ))
+    )
 }
 
 fn repr(value: &Bound<'_, PyAny>) -> String {

@@ -13,6 +13,24 @@ pub fn py_error(py: Python<'_>, exc: Exc, msg: String) -> PyErr {
     crate::exceptions::new_err(py, exc, msg)
 }
 
+/// Raises `exc` with `msg`: `return fail(py, Exc::X, "...")`.
+pub fn fail<T>(py: Python<'_>, exc: Exc, msg: impl Into<String>) -> PyResult<T> {
+    Err(py_error(py, exc, msg.into()))
+}
+
+/// The name of `obj`'s type, for messages ("?" if it has none).
+pub fn type_name(obj: &Bound<'_, PyAny>) -> String {
+    obj.get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "?".into())
+}
+
+/// An int that is not a bool.
+pub fn is_int(obj: &Bound<'_, PyAny>) -> bool {
+    obj.is_instance_of::<pyo3::types::PyInt>() && !obj.is_instance_of::<pyo3::types::PyBool>()
+}
+
 /// [`py_error`] with the class's attributes (`spot_id=...`) from `attrs`.
 pub fn py_error_with(
     py: Python<'_>,
@@ -79,9 +97,9 @@ pub fn check_metric_prefix(py: Python<'_>, prefix: &str) -> PyResult<()> {
     if spot_timer_core::is_metric_prefix(prefix) {
         return Ok(());
     }
-    Err(py_error(
+    fail(
         py,
         Exc::InvalidArgument,
         format!("prefix {prefix:?} is not a metric name ([a-zA-Z_][a-zA-Z0-9_]*)"),
-    ))
+    )
 }

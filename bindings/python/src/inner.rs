@@ -14,7 +14,9 @@ use parking_lot::Mutex;
 use pyo3::prelude::*;
 
 use spot_timer_core::driver::Budget;
-use spot_timer_core::Runtime;
+use spot_timer_core::{ClockKind, ManualClock, Runtime, RuntimeConfig, Sink};
+
+use crate::errors::to_py;
 
 use crate::gil_cell::GilCell;
 use crate::keys::Keys;
@@ -140,6 +142,61 @@ pub struct Inner {
 }
 
 impl Inner {
+    /// The core runtime and the Python state its timers share (on `clock`, or the real
+    /// clock).
+    pub fn new(py: Python<'_>, clock: Option<&ManualClock>) -> PyResult<Arc<Inner>> {
+        let kind = match clock {
+            Some(c) => ClockKind::Manual(c.clone()),
+            None => ClockKind::Real,
+        };
+        let releases: Arc<Mutex<HashMap<u64, Py<PyAny>>>> = Arc::default();
+        let ended = Arc::new(Mutex::new(Vec::new()));
+        // One release function for the runtime, not a hook per registration: it runs the
+        // timer's Python release callback (if it has one) and queues its objects to be
+        // dropped at the next attached call.
+        let release = {
+            let (releases, ended) = (releases.clone(), ended.clone());
+            move |pid: &u64| {
+                let cb = {
+                    let mut r = releases.lock();
+                    if r.is_empty() {
+                        None
+                    } else {
+                        r.remove(pid)
+                    }
+                };
+                let r = match cb {
+                    Some(cb) => run_release(cb),
+                    None => Ok(()),
+                };
+                ended.lock().push(*pid);
+                r
+            }
+        };
+        let rt = Runtime::new(RuntimeConfig {
+            clock: kind,
+            sink: Sink::Exchange,
+            release: Some(Box::new(release)),
+            ..RuntimeConfig::default()
+        })
+        .map_err(|e| to_py(py, e))?;
+        Ok(Arc::new(Inner {
+            id: NEXT_INNER_ID.fetch_add(1, Ordering::Relaxed),
+            rt,
+            objects: GilCell::new(PyObjects::default()),
+            releases,
+            ended,
+            state: GilCell::new(DispatchState::default()),
+            async_inflight: Mutex::new(HashSet::new()),
+            mode: AtomicU8::new(MODE_MANUAL),
+            host: Mutex::new(None),
+            budget: OnceLock::new(),
+            dispatchers: AtomicUsize::new(0),
+            waiters: Mutex::new(Waiters::default()),
+            keys: Keys::default(),
+        }))
+    }
+
     /// Drops the Python objects of ended generations (attached, outside any lock).
     pub fn purge(&self, py: Python<'_>) {
         let ids = {
@@ -187,4 +244,22 @@ impl Inner {
         let weak = self.host.lock().as_ref()?.clone_ref(py);
         weak.bind(py).call0().ok().filter(|rt| !rt.is_none())
     }
+}
+
+/// Runs a timer's Python release callback on the thread that ends its generation; its
+/// exception becomes the generation's terminal result (`CleanupFailed`).
+fn run_release(cb: Py<PyAny>) -> Result<(), String> {
+    Python::try_attach(|py| match cb.bind(py).call0() {
+        Ok(_) => Ok(()),
+        Err(e) => {
+            let v = e.value(py);
+            let name = v
+                .get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_else(|_| "Exception".into());
+            Err(format!("{name}: {v}"))
+        }
+    })
+    .unwrap_or(Ok(()))
 }

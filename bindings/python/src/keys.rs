@@ -16,7 +16,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use pyo3::PyTraverseError;
 
-use crate::errors::{py_error, Exc};
+use crate::errors::{fail, Exc};
 use crate::gil_cell::GilCell;
 
 /// Keys that are not plain non-negative ints below 2^63 get ids from the upper half.
@@ -89,11 +89,11 @@ impl Keys {
         if let Err(e) = key.hash() {
             if e.is_instance_of::<PyTypeError>(py) {
                 let ty = key.get_type().name()?;
-                return Err(py_error(
+                return fail(
                     py,
                     Exc::ArgumentType,
                     format!("key must be hashable, not {ty}"),
-                ));
+                );
             }
             return Err(e);
         }

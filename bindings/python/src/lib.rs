@@ -26,6 +26,7 @@ mod host;
 mod inner;
 mod keys;
 mod lifecycle;
+mod live_runtimes;
 mod objects;
 mod owner;
 mod runtime;
@@ -45,7 +46,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(host::configure, m)?)?;
     m.add_function(wrap_pyfunction!(durations::nanos, m)?)?;
     // Every runtime still open is closed before the interpreter finalizes.
-    let close_all = wrap_pyfunction!(runtime::close_all_at_exit, m)?;
+    let close_all = wrap_pyfunction!(live_runtimes::close_all_at_exit, m)?;
     m.py()
         .import("atexit")?
         .call_method1("register", (close_all,))?;

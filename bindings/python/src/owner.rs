@@ -13,7 +13,7 @@ use pyo3::PyTraverseError;
 use spot_timer_core::{Error, OverrunPolicy, Owner, TimerSpec};
 
 use crate::durations::{nanos, opt_nanos};
-use crate::errors::{py_error, to_py, Exc};
+use crate::errors::{fail, to_py, Exc};
 use crate::inner::{Inner, SLICE};
 use crate::keys::AUTO_KEY_BASE;
 use crate::timer::{KeyKind, NativeTimer};
@@ -47,7 +47,7 @@ impl NativeOwner {
 
     fn check_open(&self, py: Python<'_>) -> PyResult<()> {
         if self.inner.is_closed() {
-            return Err(py_error(py, Exc::RuntimeClosed, "runtime is closed".into()));
+            return fail(py, Exc::RuntimeClosed, "runtime is closed");
         }
         Ok(())
     }
@@ -161,11 +161,11 @@ pub fn check_callable(py: Python<'_>, obj: &Bound<'_, PyAny>, name: &str) -> PyR
         return Ok(());
     }
     let ty = obj.get_type().name()?;
-    Err(py_error(
+    fail(
         py,
         Exc::HandlerNotCallable,
         format!("{name} must be callable, got {ty}"),
-    ))
+    )
 }
 
 fn policy_code(py: Python<'_>, policy: Option<&Bound<'_, PyAny>>) -> PyResult<u32> {
@@ -177,11 +177,11 @@ fn policy_code(py: Python<'_>, policy: Option<&Bound<'_, PyAny>>) -> PyResult<u3
             return Ok(code);
         }
     }
-    Err(py_error(
+    fail(
         py,
         Exc::ArgumentType,
         format!("policy must be an OverrunPolicy, not {}", p.repr()?),
-    ))
+    )
 }
 
 #[pymethods]
@@ -219,11 +219,7 @@ impl NativeOwner {
             Some(ns) => Some(ns),
         };
         if lease_ns == Some(0) {
-            return Err(py_error(
-                py,
-                Exc::InvalidDuration,
-                "lease must be greater than zero".into(),
-            ));
+            return fail(py, Exc::InvalidDuration, "lease must be greater than zero");
         }
         self.owner
             .renew(lease_ns.map(Duration::from_nanos))
@@ -265,11 +261,7 @@ impl NativeOwner {
         self.check_open(py)?;
         let period_ns = nanos(py, period, "period")?;
         if period_ns == 0 {
-            return Err(py_error(
-                py,
-                Exc::InvalidDuration,
-                "period must be greater than zero".into(),
-            ));
+            return fail(py, Exc::InvalidDuration, "period must be greater than zero");
         }
         let first_ns = opt_nanos(py, first_due, "first_due")?;
         let policy = policy_code(py, policy)?;
@@ -280,17 +272,17 @@ impl NativeOwner {
             }
             Some(m) => {
                 let ty = m.get_type().name()?;
-                return Err(py_error(
+                return fail(
                     py,
                     Exc::ArgumentType,
                     format!("max_catch_up_ticks must be an int, not {ty}"),
-                ));
+                );
             }
         };
         let policy = OverrunPolicy::from_u32(policy).unwrap_or(OverrunPolicy::SkipLateTicks);
         let mct = if policy == OverrunPolicy::CatchUpBounded {
             if !(1..=i128::from(I32_MAX as u32)).contains(&mct) {
-                return Err(py_error(
+                return fail(
                     py,
                     Exc::InvalidArgument,
                     format!(
@@ -298,7 +290,7 @@ impl NativeOwner {
                         max_catch_up_ticks
                             .map_or(Ok("1".to_string()), |m| m.str().map(|s| s.to_string()))?
                     ),
-                ));
+                );
             }
             mct as u64
         } else {

@@ -2,192 +2,34 @@
 //! Its arguments are checked here, each bad one raising a `SpotTimerError` subclass that
 //! names it; how its records reach Python is `delivery_modes`.
 
-use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock, Weak};
-use std::time::{Duration, Instant};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
 
-use parking_lot::Mutex;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::gc::PyVisit;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyInt, PyWeakrefReference};
+use pyo3::types::{PyBool, PyDict, PyWeakrefReference};
 use pyo3::PyTraverseError;
 
-use spot_timer_core::{ClockKind, GateMode, OwnerOptions, Runtime, RuntimeConfig, Sink};
+use spot_timer_core::{GateMode, OwnerOptions};
 
 use crate::args::Arg;
 use crate::clock::PyManualClock;
 use crate::delivery_modes::{dispatch_here, logger, Delivery};
 use crate::dispatch::Limits;
 use crate::durations::{nanos, opt_nanos};
-use crate::errors::{py_error, to_py, Exc};
-use crate::gil_cell::GilCell;
+use crate::errors::{fail, is_int, py_error, to_py, type_name, Exc};
 use crate::host::helpers;
-use crate::inner::{DispatchState, Inner, MODE_MANUAL, NEXT_INNER_ID};
-use crate::keys::Keys;
-use crate::objects::PyObjects;
+use crate::inner::Inner;
+use crate::live_runtimes::{close_inner, LiveRuntime};
 use crate::owner::{check_callable, NativeOwner};
 use crate::timer::NativeTimer;
-use crate::waiters::Waiters;
 
 /// Records per exchange by default (`Runtime(max_batch=)`).
 const MAX_BATCH: usize = 8192;
 /// Time one batch of handlers may take, by default (`Runtime(batch_budget=)`).
 const BATCH_BUDGET_NS: u64 = 1_000_000;
-
-/// Runs a timer's Python release callback on the thread that ends its generation; its
-/// exception becomes the generation's terminal result (`CleanupFailed`).
-fn run_release(cb: Py<PyAny>) -> Result<(), String> {
-    Python::try_attach(|py| match cb.bind(py).call0() {
-        Ok(_) => Ok(()),
-        Err(e) => {
-            let v = e.value(py);
-            let name = v
-                .get_type()
-                .name()
-                .map(|n| n.to_string())
-                .unwrap_or_else(|_| "Exception".into());
-            Err(format!("{name}: {v}"))
-        }
-    })
-    .unwrap_or(Ok(()))
-}
-
-/// The core runtime and the Python state its timers share.
-fn new_inner(py: Python<'_>, clock: Option<&PyManualClock>) -> PyResult<Arc<Inner>> {
-    let kind = match clock {
-        Some(c) => ClockKind::Manual(c.clock.clone()),
-        None => ClockKind::Real,
-    };
-    let releases: Arc<Mutex<HashMap<u64, Py<PyAny>>>> = Arc::default();
-    let ended = Arc::new(Mutex::new(Vec::new()));
-    // One release function for the runtime, not a hook per registration: it runs the
-    // timer's Python release callback (if it has one) and queues its objects to be
-    // dropped at the next attached call.
-    let release = {
-        let (releases, ended) = (releases.clone(), ended.clone());
-        move |pid: &u64| {
-            let cb = {
-                let mut r = releases.lock();
-                if r.is_empty() {
-                    None
-                } else {
-                    r.remove(pid)
-                }
-            };
-            let r = match cb {
-                Some(cb) => run_release(cb),
-                None => Ok(()),
-            };
-            ended.lock().push(*pid);
-            r
-        }
-    };
-    let rt = Runtime::new(RuntimeConfig {
-        clock: kind,
-        sink: Sink::Exchange,
-        release: Some(Box::new(release)),
-        ..RuntimeConfig::default()
-    })
-    .map_err(|e| to_py(py, e))?;
-    Ok(Arc::new(Inner {
-        id: NEXT_INNER_ID.fetch_add(1, Ordering::Relaxed),
-        rt,
-        objects: GilCell::new(PyObjects::default()),
-        releases,
-        ended,
-        state: GilCell::new(DispatchState::default()),
-        async_inflight: Mutex::new(HashSet::new()),
-        mode: AtomicU8::new(MODE_MANUAL),
-        host: Mutex::new(None),
-        budget: OnceLock::new(),
-        dispatchers: AtomicUsize::new(0),
-        waiters: Mutex::new(Waiters::default()),
-        keys: Keys::default(),
-    }))
-}
-
-/// A runtime that may still need closing: what a `Runtime` object and the interpreter's
-/// exit hook share (the hook closes every one still open, so that no worker or scheduler
-/// thread touches the interpreter while it finalizes).
-struct LiveRuntime {
-    inner: Arc<Inner>,
-    delivery: Delivery,
-    limits: Limits,
-    closed: AtomicBool,
-}
-
-static LIVE: Mutex<Vec<Weak<LiveRuntime>>> = Mutex::new(Vec::new());
-
-impl LiveRuntime {
-    fn close(&self, py: Python<'_>, timeout: Option<Duration>) -> PyResult<()> {
-        if self.closed.swap(true, Ordering::AcqRel) {
-            return Ok(());
-        }
-        if let Delivery::Asyncio(reader) = &self.delivery {
-            reader.detach(py);
-        }
-        close_inner(py, &self.inner);
-        self.delivery
-            .stop(py, timeout.map(|t| Instant::now() + t))?;
-        LIVE.lock()
-            .retain(|w| w.strong_count() > 0 && !std::ptr::eq(w.as_ptr(), self));
-        Ok(())
-    }
-}
-
-impl Drop for LiveRuntime {
-    fn drop(&mut self) {
-        if self.inner.rt.is_closed() {
-            return;
-        }
-        let inner = self.inner.clone();
-        // Closing joins the scheduler thread: never while attached.
-        let _ = Python::try_attach(|py| {
-            if let Delivery::Asyncio(reader) = &self.delivery {
-                reader.detach(py);
-            }
-            py.detach(|| inner.rt.close())
-        });
-        if !self.inner.rt.is_closed() {
-            self.inner.rt.close();
-        }
-    }
-}
-
-/// Ends every generation and stops the scheduler; drops the Python objects the runtime
-/// held and resolves the cancels still awaited.
-fn close_inner(py: Python<'_>, inner: &Arc<Inner>) {
-    let rt = inner.clone();
-    // Joins the scheduler thread (which may run Python release hooks): detached.
-    py.detach(move || rt.rt.close());
-    // This thread's session goes (its records were abandoned with the close); other
-    // threads drop theirs at their next pump or when they end.
-    crate::dispatch::drop_session(inner.id);
-    inner.async_inflight.lock().clear();
-    // Every generation ended; drop their Python objects.
-    inner.ended.lock().clear();
-    let mut taken = inner.objects.with(py, |o| o.clear_timers());
-    taken.extend(inner.releases.lock().drain().map(|(_, r)| r));
-    drop(taken);
-    // Cancels still awaited: their generations ended with the close.
-    let waiting = inner.waiters.lock().drain();
-    for w in waiting {
-        if let Err(e) = w.resolve_closed(py, &inner.rt) {
-            e.write_unraisable(py, None);
-        }
-    }
-}
-
-/// The interpreter's exit: every runtime still open is closed.
-#[pyfunction]
-pub fn close_all_at_exit(py: Python<'_>) {
-    let live: Vec<Arc<LiveRuntime>> = LIVE.lock().iter().filter_map(Weak::upgrade).collect();
-    for rt in live {
-        let _ = rt.close(py, Some(Duration::from_secs(1)));
-    }
-}
 
 /// Where handler exceptions go when the application names no handler: `logging`.
 #[pyfunction]
@@ -231,20 +73,16 @@ fn int_in(
     low: i64,
     high: i64,
 ) -> PyResult<i64> {
-    if !value.is_instance_of::<PyInt>() || value.is_instance_of::<PyBool>() {
-        return Err(py_error(
-            py,
-            Exc::ArgumentType,
-            format!("{name} must be an int"),
-        ));
+    if !is_int(value) {
+        return fail(py, Exc::ArgumentType, format!("{name} must be an int"));
     }
     match value.extract::<i64>() {
         Ok(v) if (low..=high).contains(&v) => Ok(v),
-        _ => Err(py_error(
+        _ => fail(
             py,
             Exc::InvalidArgument,
             format!("{name} must be in {low}..={high}, got {value}"),
-        )),
+        ),
     }
 }
 
@@ -266,7 +104,7 @@ impl PyRuntime {
 
     fn check_open(&self, py: Python<'_>) -> PyResult<()> {
         if self.is_closed() {
-            return Err(py_error(py, Exc::RuntimeClosed, "runtime is closed".into()));
+            return fail(py, Exc::RuntimeClosed, "runtime is closed");
         }
         Ok(())
     }
@@ -298,11 +136,7 @@ impl PyRuntime {
         let clock = match clock.filter(|c| !c.is_none()) {
             None => None,
             Some(c) => Some(c.cast::<PyManualClock>().map_err(|_| {
-                let ty = c
-                    .get_type()
-                    .name()
-                    .map(|n| n.to_string())
-                    .unwrap_or_default();
+                let ty = type_name(c);
                 py_error(
                     py,
                     Exc::ArgumentType,
@@ -315,14 +149,14 @@ impl PyRuntime {
             Some(d) => match d.extract::<String>() {
                 Ok(m) if ["thread", "asyncio", "manual"].contains(&m.as_str()) => m,
                 _ => {
-                    return Err(py_error(
+                    return fail(
                         py,
                         Exc::InvalidArgument,
                         format!(
                             "dispatch must be 'thread', 'asyncio' or 'manual', got {}",
                             d.repr()?
                         ),
-                    ))
+                    )
                 }
             },
         };
@@ -335,11 +169,11 @@ impl PyRuntime {
             Some(w) => int_in(py, w, "workers", 1, 64)? as usize,
         };
         if workers != 1 && mode != "thread" {
-            return Err(py_error(
+            return fail(
                 py,
                 Exc::DispatchMode,
                 format!("workers={workers} is for dispatch='thread', not '{mode}'"),
-            ));
+            );
         }
         let handler = handler_or_logging(py, exception_handler, "exception_handler")?;
         let window_ns = match batch_window.given() {
@@ -347,23 +181,22 @@ impl PyRuntime {
             Some(w) => nanos(py, w, "batch_window")?,
         };
         if window_ns > 100_000_000 {
-            return Err(py_error(
+            return fail(
                 py,
                 Exc::InvalidDuration,
-                "batch_window must be at most 0.1 s".into(),
-            ));
+                "batch_window must be at most 0.1 s",
+            );
         }
         let budget_ns = match batch_budget.given() {
             None => BATCH_BUDGET_NS,
             Some(b) => match opt_nanos(py, Some(b), "batch_budget")? {
                 None => 0,
                 Some(b) if b > 0 && b <= 1_000_000_000 => b,
-                Some(_) => return Err(py_error(
+                Some(_) => return fail(
                     py,
                     Exc::InvalidDuration,
-                    "batch_budget must be more than 0 and at most 1 s (None: take up to max_batch)"
-                        .into(),
-                )),
+                    "batch_budget must be more than 0 and at most 1 s (None: take up to max_batch)",
+                ),
             },
         };
         let limits = Limits {
@@ -371,7 +204,7 @@ impl PyRuntime {
             window_ns,
             budget_ns,
         };
-        let inner = new_inner(py, clock.map(|c| c.get()))?;
+        let inner = Inner::new(py, clock.map(|c| &c.get().clock))?;
         inner
             .objects
             .with(py, |o| o.exception_handler = Some(handler));
@@ -410,17 +243,7 @@ impl PyRuntime {
                 return Err(e);
             }
         };
-        let live = Arc::new(LiveRuntime {
-            inner,
-            delivery,
-            limits,
-            closed: AtomicBool::new(false),
-        });
-        {
-            let mut all = LIVE.lock();
-            all.retain(|w| w.strong_count() > 0);
-            all.push(Arc::downgrade(&live));
-        }
+        let live = LiveRuntime::open(inner, delivery, limits);
         Ok(Self {
             live,
             clock: clock.map(|c| c.clone().unbind()),
@@ -528,13 +351,13 @@ impl PyRuntime {
         let py = slf.py();
         let this = slf.get();
         this.check_open(py)?;
-        if !id.is_instance_of::<PyInt>() || id.is_instance_of::<PyBool>() {
-            let ty = id.get_type().name()?;
-            return Err(py_error(
+        if !is_int(id) {
+            let ty = type_name(id);
+            return fail(
                 py,
                 Exc::ArgumentType,
                 format!("owner id must be an int, not {ty}"),
-            ));
+            );
         }
         let owner_id: u64 = id.extract().map_err(|_| {
             py_error(
@@ -545,22 +368,18 @@ impl PyRuntime {
         })?;
         let lease_ns = opt_nanos(py, lease, "lease")?;
         if lease_ns == Some(0) {
-            return Err(py_error(
-                py,
-                Exc::InvalidDuration,
-                "lease must be greater than zero".into(),
-            ));
+            return fail(py, Exc::InvalidDuration, "lease must be greater than zero");
         }
         let concurrent = match gate.given() {
             None => false,
             Some(g) => match g.extract::<u8>() {
                 Ok(v) if v <= 1 && !g.is_instance_of::<PyBool>() => v == 1,
                 _ => {
-                    return Err(py_error(
+                    return fail(
                         py,
                         Exc::ArgumentType,
                         format!("gate must be a GateMode, not {}", g.repr()?),
-                    ))
+                    )
                 }
             },
         };
@@ -602,19 +421,15 @@ impl PyRuntime {
         timeout: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let Ok(t) = timer.cast::<NativeTimer>() else {
-            let ty = timer.get_type().name()?;
-            return Err(py_error(
-                py,
-                Exc::ArgumentType,
-                format!("expected a Timer, not {ty}"),
-            ));
+            let ty = type_name(timer);
+            return fail(py, Exc::ArgumentType, format!("expected a Timer, not {ty}"));
         };
         if !Arc::ptr_eq(self.inner(), &t.get().inner) {
-            return Err(py_error(
+            return fail(
                 py,
                 Exc::ForeignTimer,
-                "the timer belongs to a different runtime".into(),
-            ));
+                "the timer belongs to a different runtime",
+            );
         }
         timer.call_method1("cancel", (timeout,))
     }
@@ -622,11 +437,11 @@ impl PyRuntime {
     /// Advances the ManualClock; returns once everything that became due was fired.
     fn advance(&self, py: Python<'_>, by: &Bound<'_, PyAny>) -> PyResult<()> {
         let Some(clock) = &self.clock else {
-            return Err(py_error(
+            return fail(
                 py,
                 Exc::NotManualClock,
-                "runtime does not use a manual clock".into(),
-            ));
+                "runtime does not use a manual clock",
+            );
         };
         self.check_open(py)?;
         clock.get().advance(py, by)
@@ -644,11 +459,11 @@ impl PyRuntime {
     fn dispatch(&self, py: Python<'_>, timeout: Arg<'_>) -> PyResult<usize> {
         let mode = self.live.delivery.name();
         if mode != "manual" {
-            return Err(py_error(
+            return fail(
                 py,
                 Exc::DispatchMode,
                 format!("dispatch() is for dispatch='manual' runtimes; this one uses '{mode}'"),
-            ));
+            );
         }
         self.check_open(py)?;
         let timeout_ns = match timeout.given() {
@@ -724,11 +539,11 @@ impl PyRuntime {
     fn lateness_quantile(&self, py: Python<'_>, q: &Bound<'_, PyAny>) -> PyResult<Option<f64>> {
         let value: f64 = q.extract()?;
         if !(0.0..=1.0).contains(&value) {
-            return Err(py_error(
+            return fail(
                 py,
                 Exc::InvalidArgument,
                 format!("quantile {} is not between 0 and 1", q.repr()?),
-            ));
+            );
         }
         Ok(self.inner().rt.lateness().quantile(value).map(|d| {
             if d.as_nanos() >= u128::from(u64::MAX) {

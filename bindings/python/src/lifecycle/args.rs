@@ -5,33 +5,22 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyByteArray, PyBytes, PyInt, PyMemoryView, PyString};
+use pyo3::types::{PyBool, PyByteArray, PyBytes, PyMemoryView, PyString};
 
 use spot_lifecycle::{LaneKind, LaneLimits, NodeConfig, SpotKind};
 
 pub use crate::args::Arg;
 use crate::durations::nanos;
-use crate::errors::{py_error, Exc};
-
-fn type_name(obj: &Bound<'_, PyAny>) -> String {
-    obj.get_type()
-        .name()
-        .map(|n| n.to_string())
-        .unwrap_or_else(|_| "?".into())
-}
-
-fn is_int(obj: &Bound<'_, PyAny>) -> bool {
-    obj.is_instance_of::<PyInt>() && !obj.is_instance_of::<PyBool>()
-}
+use crate::errors::{fail, is_int, py_error, type_name, Exc};
 
 /// An id, count or value: an int in `0..2**64`.
 pub fn u64_arg(py: Python<'_>, obj: &Bound<'_, PyAny>, name: &str) -> PyResult<u64> {
     if !is_int(obj) {
-        return Err(py_error(
+        return fail(
             py,
             Exc::ArgumentType,
             format!("{name} must be an int, not {}", type_name(obj)),
-        ));
+        );
     }
     obj.extract::<u64>().map_err(|_| {
         let shown = obj.repr().map(|r| r.to_string()).unwrap_or_default();
@@ -47,11 +36,11 @@ pub fn u64_arg(py: Python<'_>, obj: &Bound<'_, PyAny>, name: &str) -> PyResult<u
 pub fn bool_arg(py: Python<'_>, obj: &Bound<'_, PyAny>, name: &str) -> PyResult<bool> {
     match obj.cast::<PyBool>() {
         Ok(b) => Ok(b.is_true()),
-        Err(_) => Err(py_error(
+        Err(_) => fail(
             py,
             Exc::ArgumentType,
             format!("{name} must be a bool, not {}", type_name(obj)),
-        )),
+        ),
     }
 }
 
@@ -59,11 +48,11 @@ pub fn bool_arg(py: Python<'_>, obj: &Bound<'_, PyAny>, name: &str) -> PyResult<
 /// (`InvalidKindError`, a `ValueError`).
 pub fn kind_arg(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<SpotKind> {
     if !is_int(obj) {
-        return Err(py_error(
+        return fail(
             py,
             Exc::ArgumentType,
             format!("kind must be a SpotKind, not {}", type_name(obj)),
-        ));
+        );
     }
     let r = match obj.extract::<u32>() {
         Ok(v) => SpotKind::from_u32(v).map_err(|e| e.to_string()),
@@ -84,31 +73,31 @@ pub fn lane_arg(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<LaneKind> {
             _ => {}
         }
         let shown = obj.repr().map(|r| r.to_string()).unwrap_or_default();
-        return Err(py_error(
+        return fail(
             py,
             Exc::InvalidArgument,
             format!("lane must be Lane.APPLICATION (0) or Lane.LIFECYCLE (1), got {shown}"),
-        ));
+        );
     }
-    Err(py_error(
+    fail(
         py,
         Exc::ArgumentType,
         format!("lane must be a Lane, not {}", type_name(obj)),
-    ))
+    )
 }
 
 /// A listen address: a str "IP:PORT" (e.g. "127.0.0.1:0"; "" is none), parsed as every
 /// binding parses it (`NodeConfig::parse_listen`).
 pub fn listen_arg(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Option<SocketAddr>> {
     let Ok(text) = obj.cast::<PyString>() else {
-        return Err(py_error(
+        return fail(
             py,
             Exc::ArgumentType,
             format!(
                 "listen must be a str \"IP:PORT\" or None, not {}",
                 type_name(obj)
             ),
-        ));
+        );
     };
     NodeConfig::parse_listen(&text.to_cow()?, "listen").map_err(|e| super::errors::to_py(py, e))
 }
@@ -130,14 +119,14 @@ pub fn payload_arg(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Box<[u8]>
     } else {
         ""
     };
-    Err(py_error(
+    fail(
         py,
         Exc::ArgumentType,
         format!(
             "payload must be bytes, bytearray or memoryview, not {}{hint}",
             type_name(obj)
         ),
-    ))
+    )
 }
 
 /// A lane's limits: `(items, bytes)`. Both are always set (no lane is unbounded).
@@ -196,11 +185,11 @@ pub fn opt_seconds(
 /// A duration that must be greater than zero when given.
 pub fn positive(py: Python<'_>, d: Option<Duration>, name: &str) -> PyResult<Option<Duration>> {
     if d == Some(Duration::ZERO) {
-        return Err(py_error(
+        return fail(
             py,
             Exc::InvalidDuration,
             format!("{name} must be greater than zero"),
-        ));
+        );
     }
     Ok(d)
 }

@@ -19,14 +19,7 @@ use spot_lifecycle_etcd::{EtcdConfig, EtcdLocationStore};
 
 use super::args::{seconds, Arg};
 use super::errors::to_py;
-use crate::errors::{py_error, Exc};
-
-fn type_name(obj: &Bound<'_, PyAny>) -> String {
-    obj.get_type()
-        .name()
-        .map(|n| n.to_string())
-        .unwrap_or_else(|_| "?".into())
-}
+use crate::errors::{py_error, type_name, Exc};
 
 /// `endpoints`: one str (several endpoints may be comma-separated, as etcdctl's
 /// `--endpoints` takes them) or a sequence of str. Whether each is a usable endpoint is

@@ -29,7 +29,7 @@ use super::dispatch::Delivery;
 use super::errors::{clear_factory_error, closed, to_py};
 use super::store::PyStore;
 use super::types::types;
-use crate::errors::{py_error, Exc};
+use crate::errors::{fail, py_error, Exc};
 use crate::owner::check_callable;
 
 #[pyclass(module = "spot_timer.lifecycle", name = "Node", frozen, weakref)]
@@ -555,11 +555,11 @@ impl PyNode {
             None => 4096,
         };
         if !(1..=1 << 20).contains(&max) {
-            return Err(py_error(
+            return fail(
                 py,
                 Exc::InvalidArgument,
                 format!("max_records must be in 1..=1048576, got {max}"),
-            ));
+            );
         }
         self.check_open(py)?;
         self.delivery.dispatch(

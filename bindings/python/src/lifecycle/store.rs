@@ -19,7 +19,7 @@ use super::args::{u64_arg, Arg};
 use super::errors::to_py;
 use super::etcd::{self, SharedEtcd};
 use super::types::types;
-use crate::errors::{py_error, Exc};
+use crate::errors::{fail, Exc};
 
 /// The store behind a `Store` object.
 enum Backend {
@@ -66,11 +66,11 @@ impl PyStore {
     fn embedded(&self, py: Python<'_>, call: &str, why: &str) -> PyResult<Arc<EmbeddedStore>> {
         match &self.backend {
             Backend::Embedded { store, .. } => Ok(store.clone()),
-            Backend::Etcd(_) => Err(py_error(
+            Backend::Etcd(_) => fail(
                 py,
                 Exc::StoreKind,
                 format!("{call} needs the embedded store (Store()), not an etcd store: {why}"),
-            )),
+            ),
         }
     }
 }
