@@ -1,6 +1,6 @@
 //! The few pieces of `spot_timer/__init__.py` the native classes use, handed over once at
-//! import (`_native.configure`): the result enum's members, the stats classes and the
-//! coroutine of `cancel_async`.
+//! import (`_native.configure`): the result enum's members and the stats
+//! classes (read, never called on the registration, cancel or delivery paths).
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -13,8 +13,6 @@ pub struct Helpers {
     pub stats: Py<PyAny>,
     /// `TimerStats`.
     pub timer_stats: Py<PyAny>,
-    /// `_cancel_async(timer) -> coroutine`.
-    pub cancel_async: Py<PyAny>,
 }
 
 static HELPERS: PyOnceLock<Helpers> = PyOnceLock::new();
@@ -26,7 +24,6 @@ pub fn configure(
     end_reason: &Bound<'_, PyAny>,
     stats: Py<PyAny>,
     timer_stats: Py<PyAny>,
-    cancel_async: Py<PyAny>,
 ) -> PyResult<()> {
     let end_reasons = spot_timer_core::EndReason::ALL
         .iter()
@@ -38,7 +35,6 @@ pub fn configure(
             end_reasons,
             stats,
             timer_stats,
-            cancel_async,
         },
     );
     Ok(())

@@ -268,16 +268,14 @@ impl NativeTimer {
         Ok(fut)
     }
 
-    /// Cancels without blocking the event loop; resolves with the terminal result.
-    fn cancel_async(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
-        let py = slf.py();
-        Ok(helpers(py)?.cancel_async.bind(py).call1((slf,))?.unbind())
-    }
-
-    /// Cancels without waiting and resolves `fut`, a future of `event_loop`, with the
-    /// terminal result (`cancel_async`).
-    fn _await_end(&self, py: Python<'_>, fut: Py<PyAny>, event_loop: Py<PyAny>) -> PyResult<()> {
-        self.await_end(py, fut, Some(event_loop))
+    /// Cancels without blocking the event loop: a future of the running loop that
+    /// resolves with the terminal result (at once when it is known, else when the
+    /// delivering thread has its notice).
+    fn cancel_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let event_loop = py.import("asyncio")?.call_method0("get_running_loop")?;
+        let fut = event_loop.call_method0("create_future")?;
+        self.await_end(py, fut.clone().unbind(), Some(event_loop.unbind()))?;
+        Ok(fut)
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {

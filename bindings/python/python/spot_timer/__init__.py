@@ -26,11 +26,10 @@ idle eviction) is the submodule ``spot_timer.lifecycle``.
 
 from __future__ import annotations
 
-import asyncio
 import datetime
 import enum
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Union
+from typing import Callable, Optional, Union
 
 from . import _native
 from ._native import (
@@ -224,11 +223,4 @@ class TimerStats:
     last_scheduled_index: int
 
 
-async def _cancel_async(timer: Any) -> EndReason:
-    loop = asyncio.get_running_loop()
-    fut: "asyncio.Future[EndReason]" = loop.create_future()
-    timer._await_end(fut, loop)
-    return await fut
-
-
-_native.configure(EndReason, Stats, TimerStats, _cancel_async)
+_native.configure(EndReason, Stats, TimerStats)
