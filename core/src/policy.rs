@@ -138,7 +138,7 @@ impl Schedule {
         }
     }
 
-    fn max_catch_up(&self) -> u32 {
+    pub(crate) fn max_catch_up(&self) -> u32 {
         if self.mode == MODE_DELAY {
             1
         } else {

@@ -110,6 +110,19 @@ impl TimerSpec {
         self
     }
 
+    /// The spec of a registration with `schedule`'s period and policy, its first tick due
+    /// `delay` from the registration (a reset that cannot take its slot in place).
+    pub(crate) fn of_schedule(schedule: &Schedule, delay: Nanos) -> TimerSpec {
+        let delay = Duration::from_nanos(delay);
+        if schedule.is_one_shot() {
+            return TimerSpec::after(delay);
+        }
+        TimerSpec::every(Duration::from_nanos(schedule.period))
+            .policy(schedule.policy())
+            .max_catch_up_ticks(u64::from(schedule.max_catch_up()))
+            .first_due(delay)
+    }
+
     /// Checks the spec and returns the schedule of a registration at `now`.
     #[inline]
     pub(crate) fn schedule(&self, now: Nanos) -> Result<Schedule> {

@@ -71,6 +71,7 @@ use crate::tick::{Completion, Record, TickRecord};
 
 pub use handle::{CancelTicket, TimerHandle};
 pub use owner_api::{Owner, OwnerOptions};
+pub use rearm::Reset;
 pub use session::{Batch, Completer, DeliverySession, BATCH_KEPT, BATCH_PENDING};
 pub use sink::{BatchHandler, Sink};
 
@@ -315,6 +316,21 @@ impl<P: Clone + Send + Sync + 'static> Runtime<P> {
         let index = authority_by_epoch(&self.shared, owner_id, epoch)?;
         self.shared
             .rearm(index, epoch, previous, key, &spec, payload, release)
+    }
+
+    /// Moves live generation `id` — a timeout that is reset, a reminder that is moved — to
+    /// a new generation of the same owner authority and key, with its period and policy,
+    /// its first tick due `delay` from now; `id` ends `Superseded` (T1). When `id` is idle
+    /// and nobody waits for its end, the new generation takes its slot and keeps its
+    /// payload: nothing is released, the `payload` given is dropped, and nothing but the
+    /// timer's own line and one deadline entry is written ([`Reset::InPlace`]). Otherwise
+    /// (its record is with a host, a cancel waits for it) `payload` is registered as the
+    /// key's new generation ([`Reset::Registered`]), and `id` releases its own payload when
+    /// it ends, as any superseded generation does. `Error::StaleHandle` once `id` ended;
+    /// the owner's lease and authority are checked as a registration checks them.
+    pub fn reset_timer(&self, id: TimerId, delay: Duration, payload: P) -> Result<Reset> {
+        self.shared
+            .reset(id, crate::clock::duration_to_nanos(delay), payload)
     }
 
     /// [`TimerHandle::cancel`] by id.

@@ -1,6 +1,9 @@
 //! Re-registration in place: a host that holds the id of its key's current generation and
 //! registers the key again (a timeout reset, a reminder moved) gets the new generation in
-//! the same slot when the old one is idle and its end runs nothing. The key table, the
+//! the same slot when the old one is idle and its end runs nothing. A reset
+//! ([`Shared::reset`]) goes further: the new generation keeps the old one's payload, period
+//! and policy, so the old one's end has nothing to release even when its payload has
+//! release work. The key table, the
 //! owner's count of live generations and the slot's taken mark stay as they are; what is
 //! written is the slot's own line, its payload and one deadline entry. Otherwise the
 //! registration takes the ordinary path ([`Shared::register`]), with the same outcome.
@@ -18,11 +21,13 @@
 //!   consistent and the flags are read after it, so each is answered here or saw the
 //!   new word and read the result from it.
 
-use std::sync::atomic::Ordering::{Relaxed, SeqCst};
+use std::sync::atomic::Ordering::{Acquire, Relaxed, SeqCst};
 
+use crate::clock::Nanos;
 use crate::cold::ReleaseHook;
 use crate::end::EndReason;
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::policy::Schedule;
 use crate::runtime::shared::{with_work, Shared};
 use crate::slot::word;
 use crate::slot::{Slot, EXACT, HAS_COLD, HAS_RELEASE, HAS_WAITERS, OWNER_INDEX_MASK};
@@ -30,11 +35,42 @@ use crate::spec::{TimerId, TimerKey, TimerSpec};
 use crate::stats::C;
 
 /// What a look at the previous generation's slot decided.
-enum InPlace<P> {
+enum InPlace<S> {
     /// Registered in place (or refused, with the ordinary path's error).
     Done(Result<TimerId>),
-    /// Not possible here: the payload goes to an ordinary registration.
-    Elsewhere(P),
+    /// Not possible here: the successor goes to an ordinary registration.
+    Elsewhere(S),
+}
+
+/// What the generation that takes a slot in place carries.
+enum Successor<'a, P> {
+    /// A registration's spec and payload ([`Shared::rearm`]).
+    Registration(&'a TimerSpec, P),
+    /// The previous generation's payload, period and policy, its first tick due this long
+    /// from now ([`Shared::reset`]).
+    Reset(Nanos),
+}
+
+/// How a reset went ([`crate::Runtime::reset_timer`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reset {
+    /// The new generation took the previous one's slot and kept its payload: the payload
+    /// given to the call was dropped, and the previous generation's end released nothing.
+    InPlace(TimerId),
+    /// The previous generation could not be replaced in place (its record is with a host,
+    /// or someone waits for its end): the payload given to the call was registered as a
+    /// new generation of the key, which superseded it; its own payload is released with
+    /// its end, as usual.
+    Registered(TimerId),
+}
+
+impl Reset {
+    /// The new generation's id.
+    pub fn id(self) -> TimerId {
+        match self {
+            Reset::InPlace(id) | Reset::Registered(id) => id,
+        }
+    }
 }
 
 impl<P: Send + Sync + 'static> Shared<P> {
@@ -54,18 +90,51 @@ impl<P: Send + Sync + 'static> Shared<P> {
         if hook.is_some() {
             return self.register(owner_index, epoch, key, spec, payload, hook);
         }
-        match self.rearm_in_place(owner_index, epoch, previous, key, spec, payload) {
+        let successor = Successor::Registration(spec, payload);
+        match self.take_in_place(owner_index, epoch, previous, key, successor) {
             InPlace::Done(r) => r,
-            InPlace::Elsewhere(payload) => {
+            InPlace::Elsewhere(Successor::Registration(_, payload)) => {
                 self.register(owner_index, epoch, key, spec, payload, None)
+            }
+            InPlace::Elsewhere(Successor::Reset(_)) => unreachable!("a registration came back"),
+        }
+    }
+
+    /// Moves live generation `previous` to a new generation of the same owner authority and
+    /// key, with the same period and policy, its first tick due `delay` from now: in place
+    /// keeping the payload when `previous` is idle and nobody waits for its end, else as a
+    /// registration of `payload` that supersedes it. `StaleHandle` once `previous` ended.
+    pub(crate) fn reset(&self, previous: TimerId, delay: Nanos, payload: P) -> Result<Reset> {
+        let slot = self.slots.get(previous.slot()).ok_or(Error::StaleHandle)?;
+        let live = |w: u64| {
+            word::generation(w) == previous.generation()
+                && !matches!(word::phase(w), word::FREE | word::ENDING | word::ENDED)
+        };
+        if !live(slot.word.load(Acquire)) {
+            return Err(Error::StaleHandle);
+        }
+        // Read between two looks at the word: they are `previous`'s when both see it live.
+        let (owner_index, key, schedule) =
+            (slot.owner_index(), slot.key.load(Relaxed), slot.schedule());
+        if !live(slot.word.load(Acquire)) {
+            return Err(Error::StaleHandle);
+        }
+        // A live generation's authority is the owner's current one (its end ends them all).
+        let epoch = self.owners.entry(owner_index).epoch.load(Acquire);
+        match self.take_in_place(owner_index, epoch, previous, key, Successor::Reset(delay)) {
+            InPlace::Done(r) => r.map(Reset::InPlace),
+            InPlace::Elsewhere(_) => {
+                let spec = TimerSpec::of_schedule(&schedule, delay);
+                self.register(owner_index, epoch, key, &spec, payload, None)
+                    .map(Reset::Registered)
             }
         }
     }
 
-    /// Can generation `previous` in `slot` be superseded in place by a registration of
-    /// (`owner_index`, `key`)? Its end must run nothing (no hook, release work, subscriber
-    /// or waiter; a payload without drop glue) and it must be idle. A look without the
-    /// lock; the claim under it decides.
+    /// Can generation `previous` in `slot` be superseded in place by a generation of
+    /// (`owner_index`, `key`)? Its end must run nothing (no hook, subscriber or waiter; no
+    /// release work and no drop glue for its payload unless the successor `keeps_payload`)
+    /// and it must be idle. A look without the lock; the claim under it decides.
     #[inline]
     fn may_take_in_place(
         &self,
@@ -73,44 +142,65 @@ impl<P: Send + Sync + 'static> Shared<P> {
         owner_index: u32,
         key: TimerKey,
         previous: TimerId,
+        keeps_payload: bool,
     ) -> bool {
         let owner = slot.owner.load(Relaxed);
         let w = slot.word.load(Relaxed);
-        !std::mem::needs_drop::<P>()
+        let ends_with_work = if keeps_payload {
+            HAS_COLD | HAS_WAITERS
+        } else {
+            HAS_COLD | HAS_RELEASE | HAS_WAITERS
+        };
+        (keeps_payload || !std::mem::needs_drop::<P>())
             && owner & OWNER_INDEX_MASK == owner_index
-            && owner & (HAS_COLD | HAS_RELEASE | HAS_WAITERS) == 0
+            && owner & ends_with_work == 0
             && word::generation(w) == previous.generation()
             && word::phase(w) == word::IDLE
             && slot.key.load(Relaxed) == key
     }
 
-    fn rearm_in_place(
+    fn take_in_place<'s>(
         &self,
         owner_index: u32,
         epoch: u64,
         previous: TimerId,
         key: TimerKey,
-        spec: &TimerSpec,
-        payload: P,
-    ) -> InPlace<P> {
+        successor: Successor<'s, P>,
+    ) -> InPlace<Successor<'s, P>> {
         let (Some(slot), Some(generation)) = (
             self.slots.get(previous.slot()),
             word::in_place_successor(previous.generation()),
         ) else {
-            return InPlace::Elsewhere(payload);
+            return InPlace::Elsewhere(successor);
         };
-        if self.is_closed() || !self.may_take_in_place(slot, owner_index, key, previous) {
-            return InPlace::Elsewhere(payload);
+        let keeps_payload = matches!(successor, Successor::Reset(_));
+        if self.is_closed()
+            || !self.may_take_in_place(slot, owner_index, key, previous, keeps_payload)
+        {
+            return InPlace::Elsewhere(successor);
         }
         let now = self.now();
-        let schedule = match spec.schedule(now) {
-            Ok(s) => s,
-            Err(e) => return InPlace::Done(Err(e)),
+        let schedule = match &successor {
+            Successor::Registration(spec, _) => match spec.schedule(now) {
+                Ok(s) => s,
+                Err(e) => return InPlace::Done(Err(e)),
+            },
+            // The slot's period and mode are `previous`'s until its claim succeeds (only a
+            // claim's holder writes them); if the claim fails, this is not used.
+            Successor::Reset(delay) => Schedule {
+                period: slot.period.load(Relaxed),
+                mode: slot.mode.load(Relaxed),
+                base: now.saturating_add(*delay),
+            },
         };
         let index = previous.slot();
         let exact = self.is_exact(&schedule);
-        let release =
-            self.release_payload.is_some() && self.release_needed.is_none_or(|f| f(&payload));
+        let release = match &successor {
+            Successor::Registration(_, payload) => {
+                self.release_payload.is_some() && self.release_needed.is_none_or(|f| f(payload))
+            }
+            Successor::Reset(_) => slot.owner.load(Relaxed) & HAS_RELEASE != 0,
+        };
         let here = self.here();
         let owner = self.owners.entry(owner_index);
         let (ending, published, closed) = {
@@ -124,7 +214,7 @@ impl<P: Send + Sync + 'static> Shared<P> {
                 EndReason::Superseded as u8,
             ) else {
                 // Delivered or ended meanwhile: the ordinary path supersedes it.
-                return InPlace::Elsewhere(payload);
+                return InPlace::Elsewhere(successor);
             };
             // The slot is ours until the swap below (ENDING): nothing reads its schedule
             // or payload.
@@ -141,9 +231,11 @@ impl<P: Send + Sync + 'static> Shared<P> {
                 slot.owner.fetch_and(!(EXACT | HAS_RELEASE), Relaxed);
                 slot.owner.fetch_or(wanted, Relaxed);
             }
-            // SAFETY: this thread holds the old generation's ENDING and its payload has no
-            // drop glue (`may_take_in_place`); nobody reads the payload before the swap.
-            unsafe { self.slots.write_payload(index, payload) };
+            if let Successor::Registration(_, payload) = successor {
+                // SAFETY: this thread holds the old generation's ENDING and its payload has
+                // no drop glue (`may_take_in_place`); nobody reads it before the swap.
+                unsafe { self.slots.write_payload(index, payload) };
+            }
             let published = word::fresh(generation, false);
             // Sequentially consistent: see the module's ground rules.
             slot.word.swap(published, SeqCst);
