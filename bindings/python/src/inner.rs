@@ -3,7 +3,7 @@
 //! that deliver its records. Data only: it imports none of the Python-facing classes, which
 //! all import it.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -21,6 +21,7 @@ use crate::errors::to_py;
 use crate::gil_cell::GilCell;
 use crate::keys::Keys;
 use crate::objects::PyObjects;
+use crate::releases::Releases;
 use crate::waiters::Waiters;
 
 /// Longest uninterrupted detached wait of the main thread before signals are checked again,
@@ -118,7 +119,7 @@ pub struct Inner {
     /// Handlers (and the exception handler): attached threads only.
     pub objects: GilCell<PyObjects>,
     /// Release callbacks by payload: taken by whichever thread ends the generation.
-    pub releases: Arc<Mutex<HashMap<u64, Py<PyAny>>>>,
+    pub releases: Arc<Releases>,
     /// Payloads of generations that ended; their Python objects are dropped at the next
     /// attached call (the thread that ends a generation may not be attached).
     pub ended: Arc<Mutex<Vec<u64>>>,
@@ -149,7 +150,7 @@ impl Inner {
             Some(c) => ClockKind::Manual(c.clone()),
             None => ClockKind::Real,
         };
-        let releases: Arc<Mutex<HashMap<u64, Py<PyAny>>>> = Arc::default();
+        let releases: Arc<Releases> = Arc::default();
         let ended = Arc::new(Mutex::new(Vec::new()));
         // One release function for the runtime, not a hook per registration: it runs the
         // timer's Python release callback (if it has one) and queues its objects to be
@@ -157,15 +158,7 @@ impl Inner {
         let release = {
             let (releases, ended) = (releases.clone(), ended.clone());
             move |pid: &u64| {
-                let cb = {
-                    let mut r = releases.lock();
-                    if r.is_empty() {
-                        None
-                    } else {
-                        r.remove(pid)
-                    }
-                };
-                let r = match cb {
+                let r = match releases.end_carrier(*pid) {
                     Some(cb) => run_release(cb),
                     None => Ok(()),
                 };

@@ -29,6 +29,7 @@ mod lifecycle;
 mod live_runtimes;
 mod objects;
 mod owner;
+mod releases;
 mod runtime;
 mod timer;
 mod waiters;

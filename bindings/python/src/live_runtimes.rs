@@ -88,7 +88,7 @@ pub fn close_inner(py: Python<'_>, inner: &Arc<Inner>) {
     // Every generation ended; drop their Python objects.
     inner.ended.lock().clear();
     let mut taken = inner.objects.with(py, |o| o.clear_timers());
-    taken.extend(inner.releases.lock().drain().map(|(_, r)| r));
+    taken.extend(inner.releases.drain());
     drop(taken);
     // Cancels still awaited: their generations ended with the close.
     let waiting = inner.waiters.lock().drain();

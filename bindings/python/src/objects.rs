@@ -5,7 +5,9 @@
 //!
 //! A payload is `generation << 32 | index` into a dense table, so finding a record's handler
 //! is an array index, not a hash lookup. An entry's generation moves on when it is removed:
-//! a payload of an ended timer never finds the next timer's objects.
+//! a payload of an ended timer never finds the next timer's objects. An entry counts the
+//! timer generations that carry its payload (two for a while after a reset that could not
+//! take the slot in place) and goes with the last.
 
 use std::collections::HashMap;
 
@@ -16,6 +18,7 @@ use pyo3::PyTraverseError;
 /// 16 bytes per live timer.
 struct Entry {
     generation: u32,
+    carriers: u32,
     handler: Option<Py<PyAny>>,
 }
 
@@ -40,6 +43,7 @@ impl PyObjects {
             None => {
                 self.entries.push(Entry {
                     generation: 0,
+                    carriers: 0,
                     handler: None,
                 });
                 (self.entries.len() - 1) as u32
@@ -47,6 +51,7 @@ impl PyObjects {
         };
         let e = &mut self.entries[index as usize];
         e.handler = Some(handler);
+        e.carriers = 1;
         (u64::from(e.generation) << 32) | u64::from(index)
     }
 
@@ -74,13 +79,30 @@ impl PyObjects {
         self.keys.get(&id)
     }
 
-    /// Forgets the timer's objects; the caller drops them (attached, outside the lock).
+    /// One more generation carries `id`; false if its objects are gone.
+    pub fn add_carrier(&mut self, id: u64) -> bool {
+        let (index, generation) = split(id);
+        match self.entries.get_mut(index) {
+            Some(e) if e.generation == generation && e.handler.is_some() => {
+                e.carriers += 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// A generation carrying `id` ended: the last one's end forgets the timer's objects,
+    /// which the caller drops (attached, outside the lock).
     pub fn remove(&mut self, id: u64, out: &mut Vec<Py<PyAny>>) {
         let (index, generation) = split(id);
         let Some(e) = self.entries.get_mut(index) else {
             return;
         };
         if e.generation != generation || e.handler.is_none() {
+            return;
+        }
+        e.carriers -= 1;
+        if e.carriers > 0 {
             return;
         }
         out.extend(e.handler.take());

@@ -115,11 +115,12 @@ impl NativeOwner {
             pid
         });
         if let Some(r) = on_release {
-            inner.releases.lock().insert(pid, r.clone().unbind());
+            inner.releases.insert(pid, r.clone().unbind());
         }
         match self.owner.register_id(key, spec, pid, None) {
             Ok(id) => {
-                let timer = NativeTimer::new(inner.clone(), id, key, key_kind, self.owner.id());
+                let timer =
+                    NativeTimer::new(inner.clone(), id, key, key_kind, self.owner.id(), pid);
                 let obj = Bound::new(py, timer)?;
                 // A timer refers to no Python object that could lead back to it (see
                 // `NativeTimer`), so the collector need not trace it: a million live
@@ -132,7 +133,7 @@ impl NativeOwner {
             Err(e) => {
                 let mut taken = Vec::new();
                 inner.objects.with(py, |o| o.remove(pid, &mut taken));
-                taken.extend(inner.releases.lock().remove(&pid));
+                taken.extend(inner.releases.remove(pid));
                 drop(taken);
                 Err(to_py(py, e))
             }

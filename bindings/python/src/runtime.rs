@@ -255,11 +255,7 @@ impl PyRuntime {
         // SAFETY: a GC callback of the object owning the cell.
         unsafe { inner.objects.during_gc() }.visit(&visit)?;
         // Never blocks: the lock is only ever held for short sections without Python calls.
-        if let Some(r) = inner.releases.try_lock() {
-            for cb in r.values() {
-                visit.call(cb)?;
-            }
-        }
+        inner.releases.visit(&visit)?;
         if let Some(w) = inner.waiters.try_lock() {
             w.visit(&visit)?;
         }
@@ -275,7 +271,7 @@ impl PyRuntime {
             let o = unsafe { inner.objects.during_gc() };
             let mut t = o.clear_timers();
             t.extend(o.exception_handler.take());
-            t.extend(inner.releases.lock().drain().map(|(_, r)| r));
+            t.extend(inner.releases.drain());
             t
         };
         drop(taken);
@@ -566,7 +562,7 @@ impl PyRuntime {
     fn held_python_objects(&self, py: Python<'_>) -> usize {
         let inner = self.inner();
         inner.purge(py);
-        inner.objects.with(py, |o| o.held()) + inner.releases.lock().len()
+        inner.objects.with(py, |o| o.held()) + inner.releases.len()
     }
 
     /// Ends every timer (``EndReason.RUNTIME_CLOSED``), stops the scheduler and the

@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use spot_timer_core::{EndResult, Error, TimerId};
+use spot_timer_core::{EndResult, Error, Reset, TimerId};
 
-use crate::durations::opt_nanos;
+use crate::durations::{nanos, opt_nanos};
 use crate::errors::{reason_code, to_py};
 use crate::host::helpers;
 use crate::inner::{Inner, MODE_ASYNCIO, SLICE};
@@ -34,6 +34,8 @@ pub struct NativeTimer {
     /// The key is any other hashable: the runtime's key map holds it under `key`.
     pub key_mapped: bool,
     pub owner_id: u64,
+    /// The payload the core carries for it: its handler's entry in the runtime's objects.
+    pub pid: u64,
 }
 
 /// How a timer reports its key.
@@ -47,7 +49,14 @@ pub enum KeyKind {
 }
 
 impl NativeTimer {
-    pub fn new(inner: Arc<Inner>, id: TimerId, key: u64, kind: KeyKind, owner_id: u64) -> Self {
+    pub fn new(
+        inner: Arc<Inner>,
+        id: TimerId,
+        key: u64,
+        kind: KeyKind,
+        owner_id: u64,
+        pid: u64,
+    ) -> Self {
         let (key_obj, key_mapped) = match kind {
             KeyKind::Id => (None, false),
             KeyKind::Value(k) => (Some(k), false),
@@ -61,6 +70,7 @@ impl NativeTimer {
             key_obj,
             key_mapped,
             owner_id,
+            pid,
         }
     }
 
@@ -266,6 +276,61 @@ impl NativeTimer {
             .unbind();
         this.await_end(py, fut.clone_ref(py), None)?;
         Ok(fut)
+    }
+
+    /// Moves this timer: a new generation of the same key, handler, ``on_release``, period
+    /// and policy, whose first tick is due ``delay`` (seconds or ``timedelta``) from now;
+    /// this one ends ``SUPERSEDED``. An idle timer is moved in place (the timeout reset of a
+    /// connection or an actor costs no registration); one whose handler runs now gets the
+    /// new generation beside it. Returns the new generation's handle. Raises
+    /// ``StaleHandleError`` once this generation ended (register the key again instead).
+    fn reset<'py>(
+        &self,
+        py: Python<'py>,
+        delay: &Bound<'_, PyAny>,
+    ) -> PyResult<Bound<'py, NativeTimer>> {
+        let delay = Duration::from_nanos(nanos(py, delay, "delay")?);
+        let inner = &self.inner;
+        if inner.is_closed() {
+            return Err(to_py(py, Error::Closed));
+        }
+        // A release callback must not run while a second generation may carry the payload:
+        // count the new one before the core decides (the old one may end meanwhile, on
+        // another thread). The objects need no such care: only an attached thread frees
+        // them, and this one holds the interpreter until the count is right.
+        let has_release = inner.releases.add_carrier(self.pid);
+        let reset = inner.rt.reset_timer(self.id(), delay, self.pid);
+        match reset {
+            Ok(Reset::Registered(_)) => {
+                let carried = inner.objects.with(py, |o| o.add_carrier(self.pid));
+                debug_assert!(carried, "a live generation keeps its objects");
+            }
+            // In place (the old generation released nothing) or refused.
+            _ if has_release => {
+                if let Some(cb) = inner.releases.end_carrier(self.pid) {
+                    // The old generation ended meanwhile and left its callback to us.
+                    if let Err(e) = cb.bind(py).call0() {
+                        e.write_unraisable(py, Some(cb.bind(py)));
+                    }
+                }
+            }
+            _ => {}
+        }
+        let id = reset.map_err(|e| to_py(py, e))?.id();
+        let timer = NativeTimer {
+            inner: inner.clone(),
+            slot: id.slot(),
+            generation: id.generation(),
+            key: self.key,
+            key_obj: self.key_obj.as_ref().map(|k| k.clone_ref(py)),
+            key_mapped: self.key_mapped,
+            owner_id: self.owner_id,
+            pid: self.pid,
+        };
+        let obj = Bound::new(py, timer)?;
+        // SAFETY: see `NativeOwner::register` (a timer is never traced).
+        unsafe { pyo3::ffi::PyObject_GC_UnTrack(obj.as_ptr().cast()) };
+        Ok(obj)
     }
 
     /// Cancels without blocking the event loop: a future of the running loop that

@@ -1,7 +1,7 @@
 """Nothing in the native module calls up into the package's own Python on the registration,
-cancel and delivery paths: counted from the outside with `sys.setprofile` over 100,000
-operations (every key kind, every duration kind, blocking and non-blocking cancels,
-delivery). User callbacks are not the package's and are not counted."""
+cancel, reset and delivery paths: counted from the outside with `sys.setprofile` over
+100,000 operations (every key kind, every duration kind, blocking and non-blocking cancels,
+resets, delivery, and awaited cancels on an asyncio loop). User callbacks are not the package's and are not counted."""
 import datetime
 import enum
 import sys
@@ -67,6 +67,9 @@ def test_registrations_cancels_and_deliveries_never_call_the_package():
                 t.cancel()
             elif i % 4 == 1:
                 t.cancel_nowait().result(0)
+            elif i % 8 == 2:
+                t = t.reset(period)  # a timeout reset: in place
+                t = t.reset(datetime.timedelta(seconds=1))
             if i % 1000 == 999:
                 rt.advance(0.02)  # package code: its own calls down are not counted
                 rt.dispatch()
@@ -75,6 +78,30 @@ def test_registrations_cancels_and_deliveries_never_call_the_package():
     assert seen, "nothing was delivered"
     assert upcalls == [], sorted(set(upcalls))
     rt.close()
+
+
+def test_asyncio_delivery_and_awaited_cancels_never_call_the_package():
+    import asyncio
+
+    seen = []
+
+    async def main():
+        rt = st.Runtime(dispatch="asyncio")
+        owner = rt.owner(1)
+
+        async def coro(tick):
+            seen.append(tick)
+
+        timers = [owner.every(0.001, coro, key=i) for i in range(200)]
+        await asyncio.sleep(0.05)
+        for t in timers:
+            await t.cancel_async()
+        rt.close()
+
+    calls = _count_upcalls(lambda: asyncio.run(main()))
+    assert seen, "nothing was delivered"
+    ours = [c for c in calls if c not in ("main", "coro")]
+    assert ours == [], sorted(set(ours))
 
 
 def test_the_counter_sees_an_upcall():
