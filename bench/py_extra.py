@@ -5,10 +5,13 @@ One invocation = one measured run, one JSON object on stdout (bench/suite.py dri
     python py_extra.py w1 <system> <n>            arm + cancel churn (random deadlines 60..120 s)
     python py_extra.py w4 <system> <n>            RSS bytes per live timer
     python py_extra.py w6 <system> <n> <threads>  registration from 1..k threads
+    python py_extra.py w7 <system> <n>            the actor's shape: n live, 2 per owner, timeout
+                                                  resets and cancels in random order
 
-Systems: spot_timer (owners of 100 timers, GateMode.CONCURRENT; Owner.after + Timer.cancel, which returns the
-terminal result at once for a timer that is not running),
-asyncio (loop.call_later + TimerHandle.cancel).
+Systems: spot_timer (W1/W4/W6: owners of 100 timers, GateMode.CONCURRENT; W7: owners of 2 timers,
+the default serial gate; Owner.after + Timer.cancel, which returns the terminal result at once
+for a timer that is not running; W7's reset is Timer.reset), asyncio, and in W7 uvloop and rloop
+(loop.call_later + TimerHandle.cancel; a reset is cancel + call_later).
 """
 import asyncio
 import json
@@ -135,6 +138,74 @@ def w6(system, n, threads):
     return dict(ns_per_register=el / total, registrations_per_s=total / (el / 1e9))
 
 
+RESETS = 200_000
+
+
+def peer_loop(system):
+    if system == "asyncio":
+        return asyncio.new_event_loop()
+    if system == "uvloop":
+        import uvloop
+
+        return uvloop.new_event_loop()
+    if system == "rloop":
+        import rloop
+
+        return rloop.new_event_loop()
+    raise SystemExit(f"unknown system {system}")
+
+
+def w7(system, n):
+    """1M live one-shots (deadlines 60..120 s), 2 per owner; then min(200k, n/5) timeout
+    resets of random timers (spot_timer: Timer.reset, and again as cancel + after; the
+    peers: cancel + call_later); then every timer cancelled in a random order. Each phase
+    times the operations alone: the indexes and deadlines are drawn before it."""
+    r = random.Random(777)
+    dl = deadlines(n, 4242)
+    resets = min(RESETS, n // 5)
+    picks = r.sample(range(n), resets)
+    picks2 = r.sample(range(n), resets)
+    order = list(range(n))
+    r.shuffle(order)
+    out = {}
+    if system == "spot_timer":
+        import spot_timer as st
+
+        rt = st.Runtime()
+        owners = [rt.owner(1 + i) for i in range((n + 1) // 2)]
+        t0 = time.perf_counter_ns()
+        ts = [owners[i >> 1].after(d, noop, key=i & 1) for i, d in enumerate(dl)]
+        t1 = time.perf_counter_ns()
+        for i in picks:
+            ts[i] = ts[i].reset(dl[i])
+        t2 = time.perf_counter_ns()
+        for i in picks2:
+            ts[i].cancel()
+            ts[i] = owners[i >> 1].after(dl[i], noop, key=i & 1)
+        t3 = time.perf_counter_ns()
+        for i in order:
+            ts[i].cancel()
+        t4 = time.perf_counter_ns()
+        rt.close()
+        out["reset_cancel_register_ns"] = (t3 - t2) / resets
+    else:
+        loop = peer_loop(system)
+        t0 = time.perf_counter_ns()
+        ts = [loop.call_later(d, noop) for d in dl]
+        t1 = time.perf_counter_ns()
+        for i in picks:
+            ts[i].cancel()
+            ts[i] = loop.call_later(dl[i], noop)
+        t2 = time.perf_counter_ns()
+        t3 = t2
+        for i in order:
+            ts[i].cancel()
+        t4 = time.perf_counter_ns()
+    out.update(arm_ns=(t1 - t0) / n, reset_ns=(t2 - t1) / resets, cancel_ns=(t4 - t3) / n)
+    out["arm_cancel_ns"] = out["arm_ns"] + out["cancel_ns"]
+    return out
+
+
 def main():
     a = sys.argv[1:]
     if a[0] == "w1":
@@ -143,6 +214,8 @@ def main():
         r = w4(a[1], int(a[2]))
     elif a[0] == "w6":
         r = w6(a[1], int(a[2]), int(a[3]))
+    elif a[0] == "w7":
+        r = w7(a[1], int(a[2]))
     else:
         raise SystemExit(__doc__)
     print(json.dumps(r), flush=True)

@@ -60,6 +60,10 @@ SYSTEMS = {
     "spot-py": ("spot_timer (Python)", "Python", "python", [PY, os.path.join(HERE, "py_extra.py"), "{w}", "spot_timer"]),
     "asyncio": ("asyncio call_later/call_at", "Python", "python", [PY, os.path.join(HERE, "py_extra.py"), "{w}", "asyncio"]),
     "uvloop": ("uvloop call_later/call_at", "Python", "uvloop", None),
+    # The Python actor-shape workload (W7-py) runs these two through py_extra.py.
+    "uvloop-py": ("uvloop call_later", "Python", "uvloop", [PY, os.path.join(HERE, "py_extra.py"), "{w}", "uvloop"]),
+    "rloop": ("rloop call_later (an asyncio loop in Rust)", "Python", "rloop",
+              [PY, os.path.join(HERE, "py_extra.py"), "{w}", "rloop"]),
     "threading-timer": ("threading.Timer", "Python", "python", None),
     "spot-dotnet": ("SpotTimer (.NET on Mono)", "C#", "dotnet", MONO + [DOTNET_EXTRA, "{w}", "spot"]),
     "threading-timer-net": ("System.Threading.Timer (Mono)", "C#", "dotnet", MONO + [DOTNET_EXTRA, "{w}", "stt"]),
@@ -74,6 +78,7 @@ W2_VARIANT_SYSTEMS = ["spot-rust", "tokio-interval", "tokio-delayqueue", "spot-c
 OVERLOAD_PERIOD_MS = 10
 W4_SYSTEMS = ["spot-rust", "tokio-delayqueue", "tokio-sleep", "spot-c", "libuv", "go", "spot-py", "asyncio",
               "spot-dotnet", "threading-timer-net"]
+W7_PY_SYSTEMS = ["spot-py", "asyncio", "uvloop-py", "rloop"]
 W6_SYSTEMS = ["spot-rust", "tokio-delayqueue", "tokio-sleep", "spot-c", "libuv", "go", "spot-py", "spot-dotnet",
               "threading-timer-net"]
 
@@ -128,7 +133,8 @@ def missing_reason(harness):
     if os.path.exists(p):
         with open(p) as f:
             return f.read().strip() or "build failed"
-    exe = {"rust": RUST, "spot-c": SPOT_C, "libuv": UV, "go": GO, "python": PY, "uvloop": PY, "dotnet": DOTNET_EXE}[harness]
+    exe = {"rust": RUST, "spot-c": SPOT_C, "libuv": UV, "go": GO, "python": PY, "uvloop": PY, "rloop": PY,
+           "dotnet": DOTNET_EXE}[harness]
     if not os.path.exists(exe):
         return f"harness not built ({os.path.relpath(exe, ROOT)} missing)"
     return None
@@ -144,12 +150,12 @@ class Suite:
             self.cfg = dict(reps=3, w1_sizes=[1_000, 100_000, 1_000_000], w1_py_sizes=[1_000, 100_000],
                             w2_sizes=[20_000], w2_seconds=1.0, w3_busy_seconds=1.0, w3_busy_reps=2,
                             w4_n=1_000_000, w4_reps=2, w5_batches=[1, 8, 64, 1024], w5_n=20_000, w5_reps=2,
-                            w5_seconds=1.0, w6_n=100_000, dotnet_seconds=1.0, w1_pairs=3)
+                            w5_seconds=1.0, w6_n=100_000, dotnet_seconds=1.0, w1_pairs=3, w7_py_n=100_000)
         else:
             self.cfg = dict(reps=5, w1_sizes=[1_000, 100_000, 1_000_000], w1_py_sizes=[1_000, 100_000, 1_000_000],
                             w2_sizes=[1_000, 20_000], w2_seconds=3.0, w3_busy_seconds=3.0, w3_busy_reps=3,
                             w4_n=1_000_000, w4_reps=3, w5_batches=[1, 8, 64, 1024], w5_n=20_000, w5_reps=3,
-                            w5_seconds=2.0, w6_n=400_000, dotnet_seconds=3.0, w1_pairs=11)
+                            w5_seconds=2.0, w6_n=400_000, dotnet_seconds=3.0, w1_pairs=11, w7_py_n=1_000_000)
 
     # ------------------------------------------------------------ recording
     def add(self, workload, system, params, runs, notes=None):
@@ -473,6 +479,14 @@ class Suite:
             self.interleaved("W6", "w6", W6_SYSTEMS, [c["w6_n"], t], c["reps"], dict(n=c["w6_n"], threads=t))
         self.miss("W6", "asyncio", "an asyncio event loop is not thread-safe (call_soon_threadsafe hands work to the loop thread)")
 
+    def w7_python(self):
+        """The actor's shape from Python: 1M live one-shots, 2 per owner, 200k timeout
+        resets and every timer cancelled, both in random order, beside asyncio, uvloop and
+        rloop (interleaved runs, each in a fresh process)."""
+        c = self.cfg
+        n = c["w7_py_n"]
+        self.interleaved("W7-py", "w7", W7_PY_SYSTEMS, [n], c["reps"], dict(n=n, per_owner=2), timeout=600)
+
 
 # ---------------------------------------------------------------- reporting
 
@@ -488,6 +502,8 @@ def complete_missing(doc):
                 continue
             if s in ("spot-rust-handles", "spot-rust-steady", "tokio-delayqueue-steady") and wl != "W1":
                 continue
+            if s in ("uvloop-py", "rloop"):
+                continue  # the Python actor-shape workload's peers (W7-py) only
             if wl in ("W2-spread", "W2-noop") and s in ("threading-timer", "spot-dotnet", "threading-timer-net",
                                                          "tokio-sleep") or (wl == "W2-spread" and s in ("spot-py",
                                                                                                         "asyncio", "uvloop")):
@@ -622,6 +638,11 @@ def targets(results):
             find(results, "W1", "asyncio", n=1_000_000), "arm_cancel_ns", 1, "ns")
     at_most("Python W4 at 1M: bytes per live timer ≤ asyncio's", find(results, "W4", "spot-py"),
             find(results, "W4", "asyncio"), "bytes_per_timer", 1, "B")
+    w7 = [find(results, "W7-py", s_) for s_ in ("spot-py", "rloop")]
+    at_most("Python W7-py (1M live, 2 per owner, random order): arm + cancel ≤ rloop's", w7[0], w7[1],
+            "arm_cancel_ns", 1, "ns")
+    at_most("Python W7-py: a timeout reset with Timer.reset ≤ 0.5× rloop's cancel + call_later", w7[0], w7[1],
+            "reset_ns", 0.5, "ns")
     w = find(results, "W6", "spot-py", threads=1)
     ns = w and med(w, "ns_per_register")
     add("Python W6: a registration ≤ 1 µs", ns, ns and f"{ns:.0f} ns", ns is not None and ns <= 1000)
@@ -754,6 +775,16 @@ def write_md(doc, path):
           [("crossings per record", "crossings_per_record", 5), ("CPU ns per record", "cpu_ns_per_record", 0),
            ("records per CPU-s", "records_per_cpu_s", 0)],
           key=lambda r: (r["language"], r["params"]["batch"]))
+    table("W7-py — the actor's shape from Python: live one-shots, 2 per owner, timeout resets and cancels in "
+          "random order", "W7-py",
+          [("ns per arm", "arm_ns", 0), ("ns per reset", "reset_ns", 0),
+           ("ns per reset as cancel + register", "reset_cancel_register_ns", 0), ("ns per cancel", "cancel_ns", 0),
+           ("ns per arm+cancel", "arm_cancel_ns", 0)])
+    L.append("W7-py: one-shots with deadlines 60–120 s, two per owner (spot_timer: the default serial gate, keys 0 and "
+             "1); then min(200,000, n/5) timeout resets of random timers (spot_timer: `Timer.reset`, and again as `cancel()` + "
+             "`after()`; the asyncio loops: `cancel()` + `call_later`), then every timer cancelled in a random order. "
+             "Each phase times the calls alone (indexes and deadlines drawn before it), in the same Python loop for "
+             "every system; spot_timer's runtime runs its scheduler thread (the default `Runtime()`).\n")
     table("W6 — registration from 1 and 2 threads", "W6",
           [("ns per registration (wall)", "ns_per_register", 0), ("registrations per s", "registrations_per_s", 0)],
           key=lambda r: (r["system"], r["params"]["threads"]))
@@ -912,7 +943,7 @@ def plots(doc, outdir):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--only", default="W1,W2,W3,W4,W5,W6", help="comma-separated workloads")
+    ap.add_argument("--only", default="W1,W2,W3,W4,W5,W6,W7", help="comma-separated workloads")
     ap.add_argument("--report-only", action="store_true", help="re-render latest.md and plots from latest.json")
     args = ap.parse_args()
     os.makedirs(RESULTS, exist_ok=True)
@@ -936,7 +967,7 @@ def main():
     loads = {}
     steps = [("W1", suite.w1), ("W2", lambda: (suite.w2_native(False), suite.w2_python(False), suite.w2_dotnet(False),
                                                suite.w2_variants())),
-             ("W3", suite.w3_busy), ("W4", suite.w4), ("W5", suite.w5), ("W6", suite.w6)]
+             ("W3", suite.w3_busy), ("W4", suite.w4), ("W5", suite.w5), ("W6", suite.w6), ("W7", suite.w7_python)]
     for wl, fn in steps:
         if wl in only:
             log(f"{wl} ...")

@@ -2,7 +2,7 @@
 #
 # `make bench` runs the side-by-side suite (bench/suite.py): workloads W1-W6 for
 # spot-timer (Rust core, C ABI, Python, .NET) and its peers (tokio sleep/Interval, tokio-util
-# DelayQueue, libuv uv_timer, Go time.AfterFunc, asyncio, uvloop, threading.Timer,
+# DelayQueue, libuv uv_timer, Go time.AfterFunc, asyncio, uvloop, rloop, threading.Timer,
 # System.Threading.Timer on Mono) in one run, and writes bench/results/latest.json,
 # latest.md and PNG plots. `make bench QUICK=1` is the short version (< 5 min on 2 cores
 # after the builds). The peers are installed here (Debian packages, crates into
@@ -68,6 +68,8 @@ bench-build: bench-deps protoc
 	  || echo "the Python binding did not install (make python-install; see build/bench/python.log)" > $(BENCH_MISSING)/python.txt
 	@$(PY) -c 'import uvloop' 2>/dev/null || $(PY) -m pip install -q "uvloop>=0.19" >> $(BENCH_BUILD)/python.log 2>&1 \
 	  || echo "uvloop could not be installed (pip; see build/bench/python.log)" > $(BENCH_MISSING)/uvloop.txt
+	@$(PY) -c 'import rloop' 2>/dev/null || $(PY) -m pip install -q "rloop>=0.1" >> $(BENCH_BUILD)/python.log 2>&1 \
+	  || echo "rloop could not be installed (pip; see build/bench/python.log)" > $(BENCH_MISSING)/rloop.txt
 	@{ $(MAKE) --no-print-directory dotnet-build > $(BENCH_BUILD)/dotnet.log 2>&1 && \
 	  $(DOTNET_MCS) -optimize+ -out:$(DOTNET_BUILD)/Bench.exe -r:$(DOTNET_BUILD)/SpotTimer.dll -r:System.Core \
 	    bindings/dotnet/bench/Bench.cs >> $(BENCH_BUILD)/dotnet.log 2>&1 && \
