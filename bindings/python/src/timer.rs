@@ -209,15 +209,6 @@ impl NativeTimer {
         }
     }
 
-    /// The terminal result as its code (None while the timer lives).
-    fn _result_code(&self, py: Python<'_>) -> PyResult<Option<u8>> {
-        self.inner
-            .rt
-            .timer_result(self.id())
-            .map(|r| r.map(reason_code).map_err(|e| to_py(py, e)))
-            .transpose()
-    }
-
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let s = self.inner.rt.timer_stats(self.id()).unwrap_or_default();
         let d = PyDict::new(py);
