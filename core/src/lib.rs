@@ -84,8 +84,8 @@ pub use owner::gate::GateMode;
 pub use owner::OwnerId;
 pub use policy::OverrunPolicy;
 pub use runtime::{
-    Batch, BatchHandler, CancelTicket, Completer, DeliverySession, Owner, OwnerOptions, Reset,
-    Runtime, RuntimeConfig, Sink, TimerHandle, BATCH_KEPT, BATCH_PENDING,
+    Batch, BatchHandler, CancelTicket, Cancelled, Completer, DeliverySession, Owner, OwnerOptions,
+    Reset, Runtime, RuntimeConfig, Sink, TimerHandle, BATCH_KEPT, BATCH_PENDING,
 };
 pub use slot::MAX_TIMERS;
 pub use spec::{TimerId, TimerKey, TimerSpec, TimerStats};

@@ -119,8 +119,15 @@ impl NativeOwner {
         }
         match self.owner.register_id(key, spec, pid, None) {
             Ok(id) => {
-                let timer =
-                    NativeTimer::new(inner.clone(), id, key, key_kind, self.owner.id(), pid);
+                let timer = NativeTimer::new(
+                    inner.clone(),
+                    id,
+                    key,
+                    key_kind,
+                    self.owner.id(),
+                    pid,
+                    on_release.is_some(),
+                );
                 let obj = Bound::new(py, timer)?;
                 // A timer refers to no Python object that could lead back to it (see
                 // `NativeTimer`), so the collector need not trace it: a million live

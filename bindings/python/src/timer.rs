@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use spot_timer_core::{EndResult, Error, Reset, TimerId};
+use spot_timer_core::{Cancelled, EndResult, Error, Reset, TimerId};
 
 use crate::durations::{nanos, opt_nanos};
 use crate::errors::{reason_code, to_py};
@@ -33,6 +33,9 @@ pub struct NativeTimer {
     pub key_obj: Option<Py<PyAny>>,
     /// The key is any other hashable: the runtime's key map holds it under `key`.
     pub key_mapped: bool,
+    /// It has an `on_release` callback (whose failure must be its terminal result, so its
+    /// end is always the core's ordinary one).
+    pub on_release: bool,
     pub owner_id: u64,
     /// The payload the core carries for it: its handler's entry in the runtime's objects.
     pub pid: u64,
@@ -56,6 +59,7 @@ impl NativeTimer {
         kind: KeyKind,
         owner_id: u64,
         pid: u64,
+        on_release: bool,
     ) -> Self {
         let (key_obj, key_mapped) = match kind {
             KeyKind::Id => (None, false),
@@ -71,6 +75,7 @@ impl NativeTimer {
             key_mapped,
             owner_id,
             pid,
+            on_release,
         }
     }
 
@@ -135,9 +140,37 @@ impl NativeTimer {
         Ok(inner.rt.timer_result(self.id()))
     }
 
+    /// Cancels without waiting: the result when the generation ended here, None when it
+    /// ends later. An idle timer without `on_release` ends with one compare-and-swap, and
+    /// its objects go here and now (the core hands its payload back instead of releasing
+    /// it through the runtime's release function).
+    fn cancel_here(&self, py: Python<'_>) -> Result<Option<EndResult>, Error> {
+        let inner = &*self.inner;
+        if self.on_release {
+            return inner.rt.cancel_timer_nowait(self.id());
+        }
+        Ok(match inner.rt.cancel_timer_keeping_payload(self.id())? {
+            Cancelled::PayloadKept(r) => {
+                let mut dropped = Vec::new();
+                inner.objects.with(py, |o| o.remove(self.pid, &mut dropped));
+                drop(dropped);
+                Some(r)
+            }
+            Cancelled::Released(r) => Some(r),
+            Cancelled::Later => None,
+        })
+    }
+
     fn blocking_cancel(&self, py: Python<'_>, timeout_ns: Option<u64>) -> PyResult<EndResult> {
         let inner = &*self.inner;
         let deadline = timeout_ns.map(|t| Instant::now() + Duration::from_nanos(t));
+        match self.cancel_here(py) {
+            Ok(Some(r)) => return Ok(r),
+            Ok(None) => {}
+            // As a blocking cancel reports them (a made-up or closed handle).
+            Err(e) => return Ok(Err(e)),
+        }
+        // Its record is with a host: this thread's own delivery session may hold it.
         match inner.rt.cancel_timer(self.id(), Some(Duration::ZERO)) {
             Err(Error::Timeout) => {}
             other => return Ok(other),
@@ -246,7 +279,7 @@ impl NativeTimer {
     fn cancel_nowait(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
         let py = slf.py();
         let this = slf.get();
-        let known = match this.inner.rt.cancel_timer_nowait(this.id()) {
+        let known = match this.cancel_here(py) {
             Ok(r) => r,
             Err(Error::Closed) => Some(
                 this.inner
@@ -317,6 +350,7 @@ impl NativeTimer {
             key_mapped: self.key_mapped,
             owner_id: self.owner_id,
             pid: self.pid,
+            on_release: self.on_release,
         };
         let obj = Bound::new(py, timer)?;
         // SAFETY: see `NativeOwner::register` (a timer is never traced).

@@ -85,8 +85,26 @@ impl<P> Shared<P> {
     /// (its result: [`Shared::result_of`]); None when the generation is not idle or its
     /// end has work to run: the caller takes [`Shared::end`].
     pub(crate) fn end_quiet_idle(&self, id: TimerId, reason: EndReason) -> Option<u64> {
+        self.end_idle_without_work(id, reason, HAS_COLD | HAS_RELEASE)
+    }
+
+    /// [`Shared::end_quiet_idle`] for a caller that keeps the payload: a payload release
+    /// (`HAS_RELEASE`) does not keep the end off this path, and does not run — the caller,
+    /// which knows the payload, releases it itself.
+    pub(crate) fn end_idle_keeping_payload(&self, id: TimerId, reason: EndReason) -> Option<u64> {
+        self.end_idle_without_work(id, reason, HAS_COLD)
+    }
+
+    /// Ends idle generation `id` with one compare-and-swap when its slot has none of
+    /// `work_flags` and its payload no drop glue.
+    fn end_idle_without_work(
+        &self,
+        id: TimerId,
+        reason: EndReason,
+        work_flags: u32,
+    ) -> Option<u64> {
         let slot = self.slots.get(id.slot())?;
-        if !self.end_is_quiet(slot) {
+        if std::mem::needs_drop::<P>() || slot.flags() & work_flags != 0 {
             return None;
         }
         let (ended, from) = word::end_idle(&slot.word, id.generation(), reason as u8)?;

@@ -16,6 +16,18 @@ use crate::runtime::shared::{with_work, Shared, CURRENT_CALLBACK, SCHEDULER_OF};
 use crate::slot::word;
 use crate::spec::{TimerId, TimerKey, TimerStats};
 
+/// How [`crate::Runtime::cancel_timer_keeping_payload`] went.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cancelled {
+    /// Ended here, and its payload was not released: the caller releases it.
+    PayloadKept(EndResult),
+    /// Ended here, its payload released as any end releases it (its end had other work:
+    /// a release hook, a waiter, ...; or the runtime closed).
+    Released(EndResult),
+    /// Ends later, its record being with a host; its payload is released then.
+    Later,
+}
+
 /// The host's handle to one generation: the runtime and the generation's id, nothing
 /// else. Cloning is cheap; every clone cancels the same generation and sees the same
 /// terminal result. Dropping a handle does not cancel its timer.
@@ -63,6 +75,21 @@ impl<P: Send + Sync + 'static> Shared<P> {
             }
         }
         self.cancel_now_slow(id)
+    }
+
+    /// [`Shared::cancel_now`] for a caller that keeps the payload (see
+    /// [`crate::Runtime::cancel_timer_keeping_payload`]).
+    #[inline]
+    pub(crate) fn cancel_now_keeping_payload(&self, id: TimerId) -> Result<Cancelled> {
+        if !self.is_closed() {
+            if let Some(ended) = self.end_idle_keeping_payload(id, EndReason::Cancelled) {
+                return Ok(Cancelled::PayloadKept(self.result_of(id.slot(), ended)));
+            }
+        }
+        Ok(match self.cancel_now_slow(id)? {
+            Ended::Done(r) => Cancelled::Released(r),
+            Ended::Later => Cancelled::Later,
+        })
     }
 
     fn cancel_now_slow(&self, id: TimerId) -> Result<Ended> {

@@ -69,7 +69,7 @@ use crate::spec::{TimerId, TimerKey, TimerSpec};
 use crate::stats::{Counters, Stats};
 use crate::tick::{Completion, Record, TickRecord};
 
-pub use handle::{CancelTicket, TimerHandle};
+pub use handle::{CancelTicket, Cancelled, TimerHandle};
 pub use owner_api::{Owner, OwnerOptions};
 pub use rearm::Reset;
 pub use session::{Batch, Completer, DeliverySession, BATCH_KEPT, BATCH_PENDING};
@@ -348,6 +348,15 @@ impl<P: Clone + Send + Sync + 'static> Runtime<P> {
             Ended::Done(r) => Ok(Some(r)),
             Ended::Later => Ok(None),
         }
+    }
+
+    /// [`Runtime::cancel_timer_nowait`] for a host that keeps its payloads itself (an id into
+    /// its own table): an idle generation whose end has no other work ends with one
+    /// compare-and-swap and its payload release does not run ([`Cancelled::PayloadKept`]:
+    /// the host releases the payload it knows); otherwise the end is the ordinary one.
+    #[inline]
+    pub fn cancel_timer_keeping_payload(&self, id: TimerId) -> Result<Cancelled> {
+        self.shared.cancel_now_keeping_payload(id)
     }
 
     /// The terminal result of generation `id`, once there is one (`Some(Err(StaleHandle))`
