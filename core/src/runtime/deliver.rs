@@ -7,6 +7,7 @@ use std::sync::atomic::Ordering::{Acquire, Relaxed};
 
 use crate::clock::Nanos;
 use crate::end::EndReason;
+use crate::hash::hash_u64;
 use crate::owner::gate::{self, Take};
 use crate::owner::NO_DEADLINE;
 use crate::policy::{Next, Schedule};
@@ -116,7 +117,7 @@ impl<P> Shared<P> {
         let owner = self.owners.entry(owner_index);
         let before = {
             let mut book = owner.book.lock();
-            book.push_waiter(index);
+            book.push_waiter(index, |&s| hash_u64(self.slots.slot(s).key.load(Relaxed)));
             owner
                 .gate
                 .fetch_or(gate::WAITERS, std::sync::atomic::Ordering::AcqRel)
