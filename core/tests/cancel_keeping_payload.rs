@@ -3,6 +3,8 @@
 //! is the ordinary one; racing a delivering host and resets, every payload is released
 //! exactly once — by the runtime, or by the caller that kept it.
 
+mod common;
+
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
@@ -10,20 +12,8 @@ use std::time::{Duration, Instant};
 
 use spot_timer_core::*;
 
-type Counts = Arc<Mutex<HashMap<u64, u32>>>;
-
-fn counting_runtime() -> (Runtime<u64>, Counts) {
-    let released: Counts = Arc::default();
-    let seen = released.clone();
-    let rt = Runtime::<u64>::new(RuntimeConfig {
-        release: Some(Box::new(move |p: &u64| {
-            *seen.lock().unwrap().entry(*p).or_insert(0) += 1;
-            Ok(())
-        })),
-        ..RuntimeConfig::default()
-    })
-    .unwrap();
-    (rt, released)
+fn counting_runtime() -> (Runtime<u64>, common::Releases) {
+    common::counting_runtime(ClockKind::Real)
 }
 
 #[test]
@@ -94,8 +84,7 @@ fn each_way_a_cancel_keeping_the_payload_can_go() {
         Cancelled::Released(Ok(EndReason::RuntimeClosed))
     );
     assert_eq!(released.lock().unwrap().get(&40).copied(), Some(1));
-    let s = rt.stats();
-    assert_eq!(s.registered, s.ended);
+    common::assert_accounted(&rt);
 }
 
 /// A canceller that keeps payloads, a resetting thread and a delivering host over keys
@@ -112,28 +101,7 @@ fn kept_and_released_payloads_add_up_under_races() {
     let rt = Arc::new(rt);
     let owner = rt.acquire_owner(1, OwnerOptions::default()).unwrap();
     let stop = Arc::new(AtomicBool::new(false));
-    let host = {
-        let (rt, stop) = (rt.clone(), stop.clone());
-        std::thread::spawn(move || {
-            let (mut out, mut done) = (Vec::new(), Vec::new());
-            while !stop.load(SeqCst) {
-                out.clear();
-                let _ = rt.exchange(&done, &mut out, 64, Some(Duration::from_millis(5)));
-                done.clear();
-                for r in &out {
-                    if let Record::Tick(t) = r {
-                        let o = if rt.begin(t) {
-                            Outcome::Ok
-                        } else {
-                            Outcome::NotStarted
-                        };
-                        done.push(t.complete(o));
-                    }
-                }
-            }
-            let _ = rt.complete(&done);
-        })
-    };
+    let host = common::delivering_host(rt.clone(), stop.clone());
     // The canceller's view of each key's current generation and its payload.
     let current: Arc<Mutex<Vec<(TimerId, u64)>>> = Arc::default();
     let kept: Arc<Mutex<Vec<u64>>> = Arc::default();
@@ -222,6 +190,5 @@ fn kept_and_released_payloads_add_up_under_races() {
         carried.len(),
         "nothing released that no generation carried"
     );
-    let s = rt.stats();
-    assert_eq!(s.registered, s.ended);
+    common::assert_accounted(&rt);
 }

@@ -6,50 +6,21 @@
 //!
 //! `RESET_RACE_ROUNDS` sets the race's rounds (default 20,000).
 
-use std::collections::HashMap;
+mod common;
+
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use common::Releases;
 use spot_timer_core::*;
 
-/// A runtime whose payload release counts each payload's releases.
-fn counting_runtime(clock: ClockKind) -> (Runtime<u64>, Arc<Mutex<HashMap<u64, u32>>>) {
-    let released = Arc::new(Mutex::new(HashMap::new()));
-    let seen = released.clone();
-    let rt = Runtime::<u64>::new(RuntimeConfig {
-        clock,
-        release: Some(Box::new(move |p: &u64| {
-            *seen.lock().unwrap().entry(*p).or_insert(0) += 1;
-            Ok(())
-        })),
-        ..RuntimeConfig::default()
-    })
-    .unwrap();
-    (rt, released)
+fn counting_runtime(clock: ClockKind) -> (Runtime<u64>, Releases) {
+    common::counting_runtime(clock)
 }
 
 fn accounted(rt: &Runtime<u64>) {
-    let s = rt.stats();
-    assert_eq!(s.registered, s.ended, "every generation ended: {s:?}");
-    assert_eq!(
-        s.ticks_due,
-        s.completed_ok
-            + s.completed_failed
-            + s.ticks_skipped
-            + s.ticks_dropped_authority
-            + s.ticks_discarded,
-        "every due tick is accounted for: {s:?}"
-    );
-    assert_eq!(
-        s.records_published,
-        s.completed_ok
-            + s.completed_failed
-            + s.completed_deferred
-            + s.not_started
-            + s.records_abandoned,
-        "every record is accounted for: {s:?}"
-    );
+    common::assert_accounted(rt);
 }
 
 #[test]
@@ -275,28 +246,7 @@ fn resets_race_cancels_and_delivery_and_release_every_payload_once() {
     let rt = Arc::new(rt);
     let owner = rt.acquire_owner(1, OwnerOptions::default()).unwrap();
     let stop = Arc::new(AtomicBool::new(false));
-    let host = {
-        let (rt, stop) = (rt.clone(), stop.clone());
-        std::thread::spawn(move || {
-            let (mut out, mut done) = (Vec::new(), Vec::new());
-            while !stop.load(SeqCst) {
-                out.clear();
-                let _ = rt.exchange(&done, &mut out, 64, Some(Duration::from_millis(5)));
-                done.clear();
-                for r in &out {
-                    if let Record::Tick(t) = r {
-                        let outcome = if rt.begin(t) {
-                            Outcome::Ok
-                        } else {
-                            Outcome::NotStarted
-                        };
-                        done.push(t.complete(outcome));
-                    }
-                }
-            }
-            let _ = rt.complete(&done);
-        })
-    };
+    let host = common::delivering_host(rt.clone(), stop.clone());
     let current = Arc::new(Mutex::new(Vec::<TimerId>::new()));
     let canceller = {
         let (rt, current, stop) = (rt.clone(), current.clone(), stop.clone());

@@ -2,6 +2,10 @@
 //! `exchange(timeout = 0)`.
 #![allow(dead_code)]
 
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 use spot_timer_core::*;
@@ -16,6 +20,72 @@ pub fn ms(n: u64) -> Duration {
 /// (`records_published == records_finished(&stats)` once every generation has ended).
 pub fn records_finished(s: &Stats) -> u64 {
     s.completed_ok + s.completed_failed + s.completed_deferred + s.not_started + s.records_abandoned
+}
+
+/// How many times the runtime's payload release ran for each payload.
+pub type Releases = Arc<Mutex<HashMap<u64, u32>>>;
+
+/// A runtime on `clock` whose payload release counts each payload's releases.
+pub fn counting_runtime(clock: ClockKind) -> (Runtime<u64>, Releases) {
+    let released: Releases = Arc::default();
+    let seen = released.clone();
+    let rt = Runtime::<u64>::new(RuntimeConfig {
+        clock,
+        release: Some(Box::new(move |p: &u64| {
+            *seen.lock().unwrap().entry(*p).or_insert(0) += 1;
+            Ok(())
+        })),
+        ..RuntimeConfig::default()
+    })
+    .unwrap();
+    (rt, released)
+}
+
+/// A host thread that delivers `rt`'s ticks until `stop`: each record is claimed right
+/// before its (empty) handler and completed OK, or not started when its claim fails.
+pub fn delivering_host<P: Clone + Send + Sync + 'static>(
+    rt: Arc<Runtime<P>>,
+    stop: Arc<AtomicBool>,
+) -> JoinHandle<()> {
+    std::thread::spawn(move || {
+        let (mut out, mut done) = (Vec::new(), Vec::new());
+        while !stop.load(SeqCst) {
+            out.clear();
+            let _ = rt.exchange(&done, &mut out, 64, Some(Duration::from_millis(5)));
+            done.clear();
+            for r in &out {
+                if let Record::Tick(t) = r {
+                    let outcome = if rt.begin(t) {
+                        Outcome::Ok
+                    } else {
+                        Outcome::NotStarted
+                    };
+                    done.push(t.complete(outcome));
+                }
+            }
+        }
+        let _ = rt.complete(&done);
+    })
+}
+
+/// Both accounting identities of a runtime whose generations all ended.
+pub fn assert_accounted<P: Clone + Send + Sync + 'static>(rt: &Runtime<P>) {
+    let s = rt.stats();
+    assert_eq!(s.registered, s.ended, "every generation ended: {s:?}");
+    assert_eq!(
+        s.ticks_due,
+        s.completed_ok
+            + s.completed_failed
+            + s.ticks_skipped
+            + s.ticks_dropped_authority
+            + s.ticks_discarded,
+        "every due tick is accounted for: {s:?}"
+    );
+    assert_eq!(
+        s.records_published,
+        records_finished(&s),
+        "every record is accounted for: {s:?}"
+    );
 }
 
 /// Owner `id` of `rt` with a concurrent gate (its records do not wait for each other).
