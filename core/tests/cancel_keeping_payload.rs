@@ -51,20 +51,7 @@ fn each_way_a_cancel_keeping_the_payload_can_go() {
     let running = owner
         .register_id(3, TimerSpec::every(Duration::from_millis(1)), 30, None)
         .unwrap();
-    let (mut out, done) = (Vec::new(), Vec::<Completion>::new());
-    let until = Instant::now() + Duration::from_secs(30);
-    let tick = loop {
-        assert!(Instant::now() < until, "no tick");
-        out.clear();
-        rt.exchange(&done, &mut out, 8, Some(Duration::from_millis(20)))
-            .unwrap();
-        if let Some(Record::Tick(t)) = out
-            .iter()
-            .find(|r| matches!(r, Record::Tick(t) if t.timer_id() == running))
-        {
-            break t.clone();
-        }
-    };
+    let tick = common::first_tick_of(&rt, running);
     assert!(rt.begin(&tick));
     assert_eq!(
         rt.cancel_timer_keeping_payload(running).unwrap(),

@@ -146,17 +146,7 @@ fn a_timer_whose_record_is_with_the_host_is_reset_by_a_registration() {
     let old = owner
         .register_id(3, TimerSpec::every(Duration::from_millis(1)), 10, None)
         .unwrap();
-    let (mut out, done) = (Vec::new(), Vec::<Completion>::new());
-    let until = Instant::now() + Duration::from_secs(30);
-    let tick = loop {
-        assert!(Instant::now() < until, "no tick");
-        out.clear();
-        rt.exchange(&done, &mut out, 8, Some(Duration::from_millis(20)))
-            .unwrap();
-        if let Some(Record::Tick(t)) = out.first() {
-            break t.clone();
-        }
-    };
+    let tick = common::first_tick_of(&rt, old);
     assert!(rt.begin(&tick), "its handler runs");
     let reset = rt.reset_timer(old, Duration::from_secs(60), 11).unwrap();
     let Reset::Registered(new) = reset else {

@@ -68,6 +68,32 @@ pub fn delivering_host<P: Clone + Send + Sync + 'static>(
     })
 }
 
+/// Exchanges `rt`'s records (within 30 s) until one of generation `id` arrives, and returns
+/// it, received and not yet started or completed.
+pub fn first_tick_of<P: Clone + Send + Sync + 'static>(
+    rt: &Runtime<P>,
+    id: TimerId,
+) -> TickRecord<P> {
+    let (mut out, done) = (Vec::new(), Vec::<Completion>::new());
+    let until = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        assert!(
+            std::time::Instant::now() < until,
+            "no tick of {id:?} in 30 s"
+        );
+        out.clear();
+        rt.exchange(&done, &mut out, 8, Some(Duration::from_millis(20)))
+            .unwrap();
+        for r in &out {
+            if let Record::Tick(t) = r {
+                if t.timer_id() == id {
+                    return t.clone();
+                }
+            }
+        }
+    }
+}
+
 /// Both accounting identities of a runtime whose generations all ended.
 pub fn assert_accounted<P: Clone + Send + Sync + 'static>(rt: &Runtime<P>) {
     let s = rt.stats();
