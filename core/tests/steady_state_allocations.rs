@@ -94,6 +94,51 @@ fn steady_state(owner_count: u64, keys: u64) -> u64 {
     n
 }
 
+/// Owners whose keys come and go (a new key per request, at most two live at once): each
+/// registration finds the owner's inline keys held by cancelled generations.
+fn keys_come_and_go(owner_count: u64) -> u64 {
+    let rt = Runtime::<u32>::new(RuntimeConfig::default()).unwrap();
+    let owners: Vec<Owner<u32>> = (0..owner_count)
+        .map(|i| rt.acquire_owner(i + 1, OwnerOptions::default()).unwrap())
+        .collect();
+    let mut ids = Vec::with_capacity(owners.len() * 2);
+    let mut key = 0u64;
+    let mut round = |ids: &mut Vec<TimerId>| {
+        ids.clear();
+        for o in &owners {
+            for _ in 0..2 {
+                key += 1;
+                let delay = Duration::from_secs(60 + key % 60);
+                ids.push(
+                    o.register_id(key, TimerSpec::after(delay), 0, None)
+                        .unwrap(),
+                );
+            }
+        }
+        for id in ids.iter() {
+            assert_eq!(
+                rt.cancel_timer_nowait(*id).unwrap(),
+                Some(Ok(EndReason::Cancelled))
+            );
+        }
+    };
+    for _ in 0..30 {
+        round(&mut ids);
+    }
+    let n = allocations_of(|| {
+        for _ in 0..10 {
+            round(&mut ids);
+        }
+    });
+    rt.close();
+    n
+}
+
+#[test]
+fn owners_whose_keys_come_and_go_churn_without_allocating() {
+    assert_eq!(keys_come_and_go(1_000), 0);
+}
+
 #[test]
 fn owners_with_one_timer_churn_without_allocating() {
     assert_eq!(steady_state(2_000, 1), 0);

@@ -174,7 +174,13 @@ fn armed_sleep(d: Duration) -> Pin<Box<tokio::time::Sleep>> {
 /// Arms `n` timers with random deadlines, then cancels all of them. Returns
 /// (arm ns, cancel ns, allocations during arm, during cancel, process CPU ns of the round's
 /// arm and cancel, every thread).
-fn w1_once(system: &str, n: usize, seed: u64, random: bool) -> (f64, f64, u64, u64, f64) {
+fn w1_once(
+    system: &str,
+    n: usize,
+    seed: u64,
+    random: bool,
+    per_owner: usize,
+) -> (f64, f64, u64, u64, f64) {
     let mut rng = Rng(seed | 1);
     let dl: Vec<Duration> = (0..n).map(|_| rng.deadline()).collect();
     // The order of the cancels: registration order, or a permutation (the same for every
@@ -190,7 +196,7 @@ fn w1_once(system: &str, n: usize, seed: u64, random: bool) -> (f64, f64, u64, u
         // slots, tables and queue the first round already grew (no first touch of memory).
         "spot" | "spot-steady" => {
             let rt = spot_runtime();
-            let owners = spot_owners(&rt, n, 1);
+            let owners = spot_owners_of(&rt, n, 1, per_owner);
             rt.sync().unwrap();
             let mut ids: Vec<TimerId> = Vec::with_capacity(n);
             let rounds = if system == "spot" { 1 } else { 2 };
@@ -201,7 +207,7 @@ fn w1_once(system: &str, n: usize, seed: u64, random: bool) -> (f64, f64, u64, u
                 let c0 = cpu_s();
                 let t0 = Instant::now();
                 for (i, d) in dl.iter().enumerate() {
-                    let o = &owners[i / PER_OWNER];
+                    let o = &owners[i / per_owner];
                     ids.push(
                         o.register_id(i as u64, TimerSpec::after(*d), 0, None)
                             .unwrap(),
@@ -467,10 +473,10 @@ fn ns(d: Duration, n: usize) -> f64 {
     d.as_nanos() as f64 / n as f64
 }
 
-fn w1(system: &str, n: usize, random: bool) {
+fn w1(system: &str, n: usize, random: bool, per_owner: usize) {
     // warm-up: a smaller round in the same process
-    w1_once(system, n.min(20_000), 7, random);
-    let (arm, cancel, aa, ac, cpu) = w1_once(system, n, 12345, random);
+    w1_once(system, n.min(20_000), 7, random, per_owner);
+    let (arm, cancel, aa, ac, cpu) = w1_once(system, n, 12345, random, per_owner);
     println!(
         "{{\"arm_ns\":{arm:.2},\"cancel_ns\":{cancel:.2},\"arm_cancel_ns\":{:.2},\"cpu_ns_per_arm_cancel\":{cpu:.2},\"allocs_per_arm\":{:.4},\"allocs_per_cancel\":{:.4}}}",
         arm + cancel,
@@ -923,7 +929,12 @@ fn main() {
     let a: Vec<String> = std::env::args().collect();
     let num = |i: usize| -> usize { a[i].parse().expect("number") };
     match a.get(1).map(String::as_str) {
-        Some("w1") => w1(&a[2], num(3), a.get(4).is_some_and(|o| o == "random")),
+        Some("w1") => w1(
+            &a[2],
+            num(3),
+            a.get(4).is_some_and(|o| o == "random"),
+            a.get(5).map_or(PER_OWNER, |_| num(5)).max(1),
+        ),
         Some("w2") => {
             let opts = W2Opts {
                 spread: a.get(6).is_some_and(|p| p == "spread"),
@@ -951,7 +962,7 @@ fn main() {
         _ => {
             eprintln!(
                 "usage: spot-bench-rust w1|w1tail|w2|w4|w6|w7 <system> <n> [...]\n       \
-                 w1 <system> <n> [in-order|random]\n       \
+                 w1 <system> <n> [in-order|random] [timers_per_owner=100]\n       \
                  w2 <system> <n> <seconds> <period_ms> [same|spread] [latency|noop]\n       \
                  w7 <system> <live> <pairs> [timers_per_owner=100] [deadline_scale=1]"
             );

@@ -202,7 +202,7 @@ impl Inner {
         let mut dropped = Vec::with_capacity(ids.len());
         self.objects.with(py, |o| {
             for id in ids {
-                o.remove(id, &mut dropped);
+                dropped.extend(o.remove(id).into_iter().flatten());
             }
         });
         drop(dropped);

@@ -91,26 +91,47 @@ impl PyObjects {
         }
     }
 
-    /// A generation carrying `id` ended: the last one's end forgets the timer's objects,
-    /// which the caller drops (attached, outside the lock).
-    pub fn remove(&mut self, id: u64, out: &mut Vec<Py<PyAny>>) {
+    /// Starts fetching the line of timer `id`'s entry: a cancel calls it before the core's
+    /// end of the timer, so that the two cold lines it touches (the slot's, this entry's)
+    /// are fetched at once rather than one after the other.
+    #[inline]
+    pub fn prefetch(&self, id: u64) {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(e) = self.entries.get(split(id).0) {
+            // SAFETY: a prefetch is a hint about a live element's address; it reads nothing.
+            unsafe {
+                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                    (e as *const Entry).cast(),
+                )
+            };
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = id;
+    }
+
+    /// A generation carrying `id` ended: the last one's end forgets the timer's objects
+    /// (its handler and key object), which the caller drops (attached, outside the cell).
+    pub fn remove(&mut self, id: u64) -> [Option<Py<PyAny>>; 2] {
         let (index, generation) = split(id);
         let Some(e) = self.entries.get_mut(index) else {
-            return;
+            return [None, None];
         };
         if e.generation != generation || e.handler.is_none() {
-            return;
+            return [None, None];
         }
         e.carriers -= 1;
         if e.carriers > 0 {
-            return;
+            return [None, None];
         }
-        out.extend(e.handler.take());
+        let handler = e.handler.take();
         e.generation = e.generation.wrapping_add(1);
         self.free.push(index as u32);
-        if !self.keys.is_empty() {
-            out.extend(self.keys.remove(&id));
-        }
+        let key = if self.keys.is_empty() {
+            None
+        } else {
+            self.keys.remove(&id)
+        };
+        [handler, key]
     }
 
     /// Forgets every timer's objects (the runtime closed: every generation ended).

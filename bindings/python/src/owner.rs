@@ -138,10 +138,9 @@ impl NativeOwner {
                 Ok(obj)
             }
             Err(e) => {
-                let mut taken = Vec::new();
-                inner.objects.with(py, |o| o.remove(pid, &mut taken));
-                taken.extend(inner.releases.remove(pid));
-                drop(taken);
+                let taken = inner.objects.with(py, |o| o.remove(pid));
+                let release = inner.releases.remove(pid);
+                drop((taken, release));
                 Err(to_py(py, e))
             }
         }

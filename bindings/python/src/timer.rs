@@ -149,10 +149,10 @@ impl NativeTimer {
         if self.on_release {
             return inner.rt.cancel_timer_nowait(self.id());
         }
+        inner.objects.with(py, |o| o.prefetch(self.pid));
         Ok(match inner.rt.cancel_timer_keeping_payload(self.id())? {
             Cancelled::PayloadKept(r) => {
-                let mut dropped = Vec::new();
-                inner.objects.with(py, |o| o.remove(self.pid, &mut dropped));
+                let dropped = inner.objects.with(py, |o| o.remove(self.pid));
                 drop(dropped);
                 Some(r)
             }

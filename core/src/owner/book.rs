@@ -144,7 +144,10 @@ impl OwnerBook {
 
     /// Maps the key of slot `index` (hash `hash`; `same_key(s)`: slot `s` holds the same
     /// key) to `index`. Returns the slot it named before, if any. A table that must grow
-    /// grows to the room `sizes` says.
+    /// grows to the room `sizes` says. A key that does not fit inline first asks
+    /// `give_up(s)` of each inline key's slot whether it holds a kept end (then the caller
+    /// took it out of its hold, and the key leaves the book and its live count): an owner
+    /// whose keys come and go stays inline.
     #[inline]
     pub fn upsert_key(
         &mut self,
@@ -153,6 +156,7 @@ impl OwnerBook {
         same_key: impl Fn(u32) -> bool,
         hasher: impl Fn(&u32) -> u64,
         sizes: &KeyTableSizes,
+        mut give_up: impl FnMut(u32) -> bool,
     ) -> Option<u32> {
         if self.one != NO_SLOT {
             if same_key(self.one) {
@@ -168,12 +172,27 @@ impl OwnerBook {
                 self.set_two(Some(index));
                 return None;
             }
-            // A third key, or a second beside a spill of gate waiters: every key goes to
-            // the table.
-            let room = sizes.grow_from(2);
-            let t = self.keys_to_table(room, &hasher);
-            t.insert_unique(hash, index, &hasher);
-            return None;
+            let mut made_room = false;
+            for s in self.inline_slots().into_iter().flatten() {
+                if give_up(s) {
+                    self.replace_key_slot(hash, s, None);
+                    self.end_live();
+                    made_room = true;
+                }
+            }
+            if made_room && self.one != NO_SLOT && self.spill().is_none() {
+                self.set_two(Some(index));
+                return None;
+            }
+            if self.one != NO_SLOT {
+                // A third key, or a second beside a spill of gate waiters: every key goes
+                // to the table.
+                let room = sizes.grow_from(2);
+                let t = self.keys_to_table(room, &hasher);
+                t.insert_unique(hash, index, &hasher);
+                return None;
+            }
+            // Both inline keys were given up: on as for an owner without keys.
         }
         match self.spill_mut().map(|s| &mut s.keys) {
             Some(t) if !t.is_empty() => {
@@ -236,6 +255,16 @@ impl OwnerBook {
         }
     }
 
+    /// The slots of the inline keys.
+    fn inline_slots(&self) -> [Option<u32>; 2] {
+        [(self.one != NO_SLOT).then_some(self.one), self.two()]
+    }
+
+    /// Does an inline key name slot `index`?
+    pub fn holds_inline(&self, index: u32) -> bool {
+        self.one == index || self.two() == Some(index)
+    }
+
     /// The slot of the key with hash `hash` (`same_key(s)`: slot `s` holds that key).
     pub fn find_key(&self, hash: u64, same_key: impl Fn(u32) -> bool) -> Option<u32> {
         if self.one != NO_SLOT {
@@ -270,7 +299,8 @@ impl OwnerBook {
         self.spill_mut()?.waiters.pop_front()
     }
 
-    /// Generations of the owner that have not finished ending.
+    /// Generations of the owner that have not finished ending, and ended ones whose slot
+    /// the key table still holds (kept ends, see `runtime::end`).
     pub fn live(&self) -> u32 {
         self.live & !RELEASED
     }
@@ -281,8 +311,8 @@ impl OwnerBook {
         self.live += 1;
     }
 
-    /// A generation of the owner finished ending; true when it was the last one of a
-    /// released owner (which may now be forgotten).
+    /// A generation of the owner finished ending (or the table gave up a kept end's slot);
+    /// true when it was the last one of a released owner (which may now be forgotten).
     pub fn end_live(&mut self) -> bool {
         debug_assert!(self.live() > 0);
         self.live -= 1;
@@ -327,6 +357,7 @@ mod tests {
             |s| key(s) == h,
             |&s| key(s),
             &KeyTableSizes::default(),
+            |_| false,
         )
     }
 
@@ -509,5 +540,39 @@ mod tests {
         assert_eq!(b.live(), 0);
         b.clear();
         assert!(!b.released());
+    }
+
+    #[test]
+    fn inline_keys_held_by_kept_ends_make_room_for_a_new_key() {
+        let mut b = OwnerBook::default();
+        for s in [10, 20] {
+            upsert(&mut b, s);
+            b.add_live();
+        }
+        // A third key: slot 10's generation ended kept, 20's is live.
+        let mut asked = Vec::new();
+        let old = b.upsert_key(
+            key(30),
+            30,
+            |s| key(s) == key(30),
+            |&s| key(s),
+            &KeyTableSizes::default(),
+            |s| {
+                asked.push(s);
+                s == 10
+            },
+        );
+        b.add_live();
+        assert_eq!(old, None);
+        assert_eq!(asked, vec![10, 20]);
+        assert!(b.spill().is_none(), "still inline");
+        assert_eq!(b.key_slots(), vec![20, 30]);
+        assert_eq!(b.live(), 2, "the kept end left the count");
+        // Neither held by a kept end: the keys move to a table.
+        upsert(&mut b, 40);
+        assert!(b.spill().is_some());
+        let mut slots = b.key_slots();
+        slots.sort();
+        assert_eq!(slots, vec![20, 30, 40]);
     }
 }

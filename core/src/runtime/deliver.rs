@@ -32,6 +32,14 @@ impl Slot {
     }
 }
 
+/// The ends an owner's lock holder claimed and the kept slots it gave back, finished and
+/// returned once the lock is gone.
+#[derive(Default)]
+pub(crate) struct OwnerClaims {
+    ends: Vec<(u32, u64, u64)>,
+    freed: Vec<u32>,
+}
+
 impl<P> Shared<P> {
     /// Offers slot `index` its next delivery: publishes a record if a tick is due, its
     /// owner's lease runs and the gate is free; otherwise arms it for its next due time or
@@ -190,37 +198,47 @@ impl<P> Shared<P> {
     /// under the owner lock and finished after it is released (release hooks are host code).
     pub(crate) fn end_all_of(&self, owner_index: u32, reason: EndReason, work: &mut Work) {
         let claims = {
-            let book = self.owners.entry(owner_index).book.lock();
-            self.claim_all_locked(&book, reason)
+            let mut book = self.owners.entry(owner_index).book.lock();
+            self.claim_all_locked(&mut book, reason)
         };
-        for (slot, ending, from) in claims {
-            self.finish(slot, ending, from, false, work);
-        }
+        self.finish_claims(claims, work);
     }
 
     /// Claims the end of every generation in an owner's key table (the caller holds the
-    /// owner lock); returns the ones this thread must finish.
+    /// owner lock) and gives back the slots of its kept ends; returns what this thread
+    /// must finish once the lock is gone ([`Shared::finish_claims`]). Afterwards the table
+    /// holds no idle generation, so no kept end can follow.
     pub(crate) fn claim_all_locked(
         &self,
-        book: &crate::owner::OwnerBook,
+        book: &mut crate::owner::OwnerBook,
         reason: EndReason,
-    ) -> Vec<(u32, u64, u64)> {
-        let mut claims = Vec::new();
+    ) -> OwnerClaims {
+        let mut claims = OwnerClaims::default();
         for s in book.key_slots() {
             let w = self.slots.slot(s).word.load(Acquire);
-            if !word::is_live(w) {
-                continue;
+            if word::is_live(w) {
+                if let EndClaim::Claimed { ending, from } = word::claim_end(
+                    &self.slots.slot(s).word,
+                    word::generation(w),
+                    reason as u8,
+                    false,
+                ) {
+                    claims.ends.push((s, ending, from));
+                    continue;
+                }
             }
-            if let EndClaim::Claimed { ending, from } = word::claim_end(
-                &self.slots.slot(s).word,
-                word::generation(w),
-                reason as u8,
-                false,
-            ) {
-                claims.push((s, ending, from));
-            }
+            // Ended, perhaps by a kept end just now.
+            claims.freed.extend(self.give_back_kept(book, s, true));
         }
         claims
+    }
+
+    /// Finishes what [`Shared::claim_all_locked`] claimed (after the owner's lock).
+    pub(crate) fn finish_claims(&self, claims: OwnerClaims, work: &mut Work) {
+        self.return_slots(claims.freed);
+        for (slot, ending, from) in claims.ends {
+            self.finish(slot, ending, from, false, work);
+        }
     }
 
     /// A lease entry came due: expire the owner if its lease really ended, re-arm if it was

@@ -14,7 +14,7 @@ use crate::hash::hash_u64;
 use crate::runtime::shared::{Shared, Work};
 use crate::slot::succession;
 use crate::slot::word::{self, EndClaim};
-use crate::slot::{HAS_COLD, HAS_RELEASE, HAS_WAITERS};
+use crate::slot::{HAS_COLD, HAS_RELEASE, HAS_WAITERS, KEY_INLINE};
 use crate::spec::TimerId;
 use crate::stats::C;
 use crate::tick::CancelNotice;
@@ -47,7 +47,9 @@ impl<P> Shared<P> {
     ) -> Result<Ended, Error> {
         let slot = self.slots.get(id.slot()).ok_or(Error::StaleHandle)?;
         if self.end_is_quiet(slot) {
-            if let Some((ended, from)) = word::end_idle(&slot.word, id.generation(), reason as u8) {
+            if let Some((ended, from)) =
+                word::end_idle(&slot.word, id.generation(), reason as u8, false)
+            {
                 self.account_end(id.slot(), reason as u8, from, work);
                 self.after_end(id.slot(), ended, from, false, work);
                 return Ok(Ended::Done(self.result_of(id.slot(), ended)));
@@ -96,7 +98,12 @@ impl<P> Shared<P> {
     }
 
     /// Ends idle generation `id` with one compare-and-swap when its slot has none of
-    /// `work_flags` and its payload no drop glue.
+    /// `work_flags` and its payload no drop glue. A generation registered as one of its
+    /// owner's inline keys (`KEY_INLINE`) ends kept: its owner is not touched at all — the
+    /// key table goes on naming the ended slot, which stays out of use until the owner's
+    /// next registration of that key, its release or the end of its authority gives it
+    /// back (`Shared::give_back_kept`). A cancel in random order over many owners then
+    /// touches one line of the runtime's, not two.
     fn end_idle_without_work(
         &self,
         id: TimerId,
@@ -104,10 +111,12 @@ impl<P> Shared<P> {
         work_flags: u32,
     ) -> Option<u64> {
         let slot = self.slots.get(id.slot())?;
-        if std::mem::needs_drop::<P>() || slot.flags() & work_flags != 0 {
+        let flags = slot.flags();
+        if std::mem::needs_drop::<P>() || flags & work_flags != 0 {
             return None;
         }
-        let (ended, from) = word::end_idle(&slot.word, id.generation(), reason as u8)?;
+        let keep = flags & KEY_INLINE != 0;
+        let (ended, from) = word::end_idle(&slot.word, id.generation(), reason as u8, keep)?;
         let here = self.here();
         let last = slot.last.load(Relaxed);
         let due =
@@ -122,11 +131,58 @@ impl<P> Shared<P> {
         if slot.flags() & HAS_WAITERS != 0 {
             self.unpark_waiters(slot);
         }
+        if keep {
+            self.counters.add_for(here.thread, C::ended, 1);
+            if word::finish_kept_end(&slot.word, ended) {
+                self.slots.release(here.thread, here.shard, id.slot());
+            }
+            return Some(ended);
+        }
         // Not after a callback: no successor to release, nothing pushed.
         self.forget_key(id.slot(), from, false, &mut Vec::new());
         self.counters.add_for(here.thread, C::ended, 1);
         self.slots.release(here.thread, here.shard, id.slot());
         Some(ended)
+    }
+
+    /// Gives back slot `index`, which the key table of the owner whose lock the caller
+    /// holds (`book`) names, if it holds a kept end: takes it out of the table (unless the
+    /// caller already put another slot in its place, `in_table` false) and out of the
+    /// owner's count. Returns the slot when the caller must return it to the free slots,
+    /// once the owner's lock is gone (no spin lock nests in another); None when the slot
+    /// held no kept end, or its ender still works on it (and returns it then).
+    pub(crate) fn give_back_kept(
+        &self,
+        book: &mut crate::owner::OwnerBook,
+        index: u32,
+        in_table: bool,
+    ) -> Option<u32> {
+        let free = self.take_kept_hold(index)?;
+        if in_table {
+            let key = self.slots.slot(index).key.load(Relaxed);
+            book.replace_key_slot(hash_u64(key), index, None);
+        }
+        // A released owner is forgotten by whoever gives back its last slot's hold: the
+        // callers (registration, the end of an authority) check the count themselves.
+        book.end_live();
+        free
+    }
+
+    /// Takes slot `index` out of its key table's hold if it holds a kept end (the caller
+    /// holds the owner's lock and takes the slot out of the table and the live count):
+    /// None if it does not; else the slot when the caller must return it once the lock
+    /// is gone, None inside when its ender still works on it (and returns it then).
+    pub(crate) fn take_kept_hold(&self, index: u32) -> Option<Option<u32>> {
+        let free_now = word::take_kept(&self.slots.slot(index).word)?;
+        Some(free_now.then_some(index))
+    }
+
+    /// Returns slots that [`Shared::give_back_kept`] gave back.
+    pub(crate) fn return_slots(&self, slots: impl IntoIterator<Item = u32>) {
+        let here = self.here();
+        for index in slots {
+            self.slots.release(here.thread, here.shard, index);
+        }
     }
 
     /// Finishes an end this thread holds (the slot word is `ending`): releases the gate a

@@ -72,7 +72,7 @@ impl<P> Shared<P> {
             };
             let entry = self.owners.entry(index);
             let mut book = entry.book.lock();
-            let claims = self.claim_all_locked(&book, EndReason::Revoked);
+            let claims = self.claim_all_locked(&mut book, EndReason::Revoked);
             let epoch = self.owners.next_epoch(index);
             gate::set_mode(&entry.gate, options.gate);
             entry.epoch.store(epoch, Release);
@@ -82,9 +82,7 @@ impl<P> Shared<P> {
             (index, epoch, fence, claims)
         };
         with_work(now, |work| {
-            for (slot, ending, from) in claims {
-                self.finish(slot, ending, from, false, work);
-            }
+            self.finish_claims(claims, work);
             if deadline != NO_DEADLINE {
                 self.arm_lease(index, deadline, fence, work);
             }
@@ -106,7 +104,7 @@ impl<P> Shared<P> {
             if entry.epoch.load(Acquire) != epoch {
                 return Err(Error::Revoked);
             }
-            let claims = self.claim_all_locked(&book, EndReason::Revoked);
+            let claims = self.claim_all_locked(&mut book, EndReason::Revoked);
             // A fresh epoch nobody holds: every handle of the old authority is stale.
             entry.epoch.store(self.owners.next_epoch(index), Release);
             entry.deadline.store(EXPIRED, Release);
@@ -116,9 +114,7 @@ impl<P> Shared<P> {
             claims
         };
         with_work(now, |work| {
-            for (slot, ending, from) in claims {
-                self.finish(slot, ending, from, false, work);
-            }
+            self.finish_claims(claims, work);
             self.flush(work);
         });
         if release && self.owners.entry(index).book.lock().live() == 0 {

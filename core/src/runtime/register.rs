@@ -14,7 +14,7 @@ use crate::hash::hash_u64;
 use crate::queue::Entry;
 use crate::runtime::shared::{next_generation, with_work, Here, Shared};
 use crate::slot::{succession, word};
-use crate::slot::{EXACT, HAS_COLD, HAS_RELEASE};
+use crate::slot::{EXACT, HAS_COLD, HAS_RELEASE, KEY_INLINE};
 use crate::spec::{TimerId, TimerKey, TimerSpec};
 use crate::stats::C;
 
@@ -74,13 +74,16 @@ impl<P: Send + Sync + 'static> Shared<P> {
 
         let hash = hash_u64(key);
         let owner = self.owners.entry(owner_index);
-        let (published, superseded, closed) = {
+        let (published, superseded, closed, freed) = {
             let mut book = owner.book.lock();
             if let Err(e) = owner.check(epoch, || now) {
                 drop(book);
                 self.abandon_registration(here, index, generation);
                 return Err(e);
             }
+            // Slots of kept ends this registration gives back, returned after the lock.
+            let mut freed = [None; 3];
+            let mut given_up = 0;
             // One probe finds the key's slot or the place for it.
             let old = book.upsert_key(
                 hash,
@@ -88,20 +91,39 @@ impl<P: Send + Sync + 'static> Shared<P> {
                 |s| self.slots.slot(s).key.load(Relaxed) == key,
                 |&s| hash_u64(self.slots.slot(s).key.load(Relaxed)),
                 &self.owners.key_sizes,
+                |s| match self.take_kept_hold(s) {
+                    Some(free) => {
+                        freed[given_up] = free;
+                        given_up += 1;
+                        true
+                    }
+                    None => false,
+                },
             );
             let (superseded, wait_for) = match old {
                 None => (None, None),
-                Some(old) => self.supersede_locked(old, index, owner_index, key),
+                Some(old) => {
+                    let s = self.supersede_locked(old, index, owner_index, key);
+                    // A kept end's slot: the table names the new one now.
+                    freed[2] = self.give_back_kept(&mut book, old, false);
+                    s
+                }
             };
             book.add_live();
+            if book.holds_inline(index) {
+                slot.owner.fetch_or(KEY_INLINE, Relaxed);
+            }
             let w = word::fresh(generation, wait_for.is_some());
             slot.word.store(w, Release);
             // `close` sets `closed`, then takes and releases every owner's lock, then looks
             // at every slot: it sees this generation, or this sees `closed` (the lock
             // orders the two).
             let closed = self.closed.load(Relaxed);
-            (w, superseded, closed)
+            (w, superseded, closed, freed)
         };
+        if freed != [None; 3] {
+            self.return_slots(freed.into_iter().flatten());
+        }
         let id = TimerId::new(index, generation);
 
         let first_due = schedule.first_due();

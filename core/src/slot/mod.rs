@@ -57,8 +57,11 @@ pub(crate) const HAS_COLD: u32 = 1 << 24;
 pub(crate) const HAS_WAITERS: u32 = 1 << 25;
 /// its period is below the wakeup resolution: it is armed to the nanosecond,
 pub(crate) const EXACT: u32 = 1 << 26;
-/// the runtime's release function has work for its payload.
+/// the runtime's release function has work for its payload,
 pub(crate) const HAS_RELEASE: u32 = 1 << 27;
+/// its key was one of the owner's inline keys when it was registered: an idle end may
+/// leave the key table alone (a kept end, see `runtime::end`).
+pub(crate) const KEY_INLINE: u32 = 1 << 28;
 
 const FAILURE_BITS: u32 = 24;
 /// The most failures the failure array counts for one generation.

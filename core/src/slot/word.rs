@@ -23,6 +23,12 @@
 //! - flag B: HOLDS_GATE in QUEUED, HANDED, COMPLETING and ENDING (the record holds its
 //!   owner's serial gate).
 //! - flag C: STARTED in HANDED and COMPLETING (the host started the callback).
+//! - flags B and C in ENDED: KEPT and ENDER_BUSY, the two halves of a kept end
+//!   ([`end_idle`] with `keep`): an idle generation ended without a look at its owner, so
+//!   the owner's key table still names the slot (KEPT) and the ending thread is still at
+//!   work on it (ENDER_BUSY). Whoever takes the slot out of the table clears KEPT
+//!   ([`take_kept`], under the owner's lock); the ender clears ENDER_BUSY
+//!   ([`finish_kept_end`]); the one that clears the second of the two gives the slot back.
 //!
 //! Phases and who moves them:
 //!
@@ -75,13 +81,17 @@ pub(crate) const IN_PLACE_BITS: u32 = 8;
 const IN_PLACE_MASK: u64 = (1 << IN_PLACE_BITS) - 1;
 
 /// What a deadline entry keeps of the word it was armed with (an entry is current while
-/// the word still gives this): the low 24 bits (phase, flags, reason, sequence) and 8 bits
-/// of the generation that differ between a slot's consecutive generations, whether they
-/// took the slot afresh (multiples of 256 apart) or in place (1 apart). A match by chance
-/// (1 in 256 generations of one slot) costs a look at the schedule, never a delivery.
+/// the word still gives this): the low 24 bits (phase, flags, reason, sequence) and the
+/// generation's five bytes folded into one, which differs between a slot's consecutive
+/// generations in place (1 apart) and in a run of fresh ones (multiples of 256 apart), and
+/// also between two generations a fixed multiple of 256 registrations apart (a workload
+/// that reuses each slot after the same number of registrations: with only the run's low
+/// byte, every stale entry would match, and compaction could drop none). A match by
+/// chance costs a look at the schedule, never a delivery.
 pub(crate) fn tag(w: u64) -> u32 {
     let g = generation(w);
-    let mixed = ((g ^ (g >> IN_PLACE_BITS)) & 0xFF) as u32;
+    let folded = g ^ (g >> 8) ^ (g >> 16) ^ (g >> 24) ^ (g >> 32);
+    let mixed = (folded & 0xFF) as u32;
     (w as u32 & ((1 << GEN_SHIFT) - 1)) | (mixed << GEN_SHIFT)
 }
 
@@ -368,22 +378,72 @@ pub(crate) fn claim_end(word: &AtomicU64, generation: u64, reason: u8, force: bo
 
 /// IDLE → ENDED in one step, for an end that has nothing to run between the two (no
 /// release function or hook, no subscriber, a payload without drop glue): the caller does
-/// the end's bookkeeping afterwards, as after [`publish_end`]. Returns (ENDED word, the
+/// the end's bookkeeping afterwards, as after [`publish_end`]. With `keep`, the end is a
+/// kept one (KEPT and ENDER_BUSY, see the module documentation): the caller leaves the
+/// owner's key table alone and ends with [`finish_kept_end`]. Returns (ENDED word, the
 /// word it replaced); None when the word is not IDLE in `generation` — the caller then
 /// takes [`claim_end`]'s path. Sequentially consistent for the same reason as
 /// `publish_end`.
-pub(crate) fn end_idle(word: &AtomicU64, generation: u64, reason: u8) -> Option<(u64, u64)> {
+pub(crate) fn end_idle(
+    word: &AtomicU64,
+    generation: u64,
+    reason: u8,
+    keep: bool,
+) -> Option<(u64, u64)> {
     let w = word.load(Acquire);
     if self::generation(w) != generation || phase(w) != IDLE {
         return None;
     }
     let ended = with_phase(
-        (w & !(REASON_MASK | FLAG_A | FLAG_B | FLAG_C)) | (u64::from(reason) << REASON_SHIFT),
+        (w & !(REASON_MASK | FLAG_A | FLAG_B | FLAG_C))
+            | (u64::from(reason) << REASON_SHIFT)
+            | if keep { KEPT | ENDER_BUSY } else { 0 },
         ENDED,
     );
     word.compare_exchange(w, ended, SeqCst, Acquire)
         .ok()
         .map(|_| (ended, w))
+}
+
+/// In ENDED: the owner's key table still names the slot.
+const KEPT: u64 = FLAG_B;
+/// In ENDED with KEPT: the thread that ended the generation still works on the slot.
+const ENDER_BUSY: u64 = FLAG_C;
+
+/// Is `w` the word of a kept end whose slot the owner's key table has not given up yet?
+pub(crate) fn is_kept(w: u64) -> bool {
+    phase(w) == ENDED && w & KEPT != 0
+}
+
+/// The ender of a kept end is done with the slot (`ended`: the word its [`end_idle`]
+/// stored): clears ENDER_BUSY. True when the key table gave the slot up meanwhile
+/// ([`take_kept`]): the caller then gives the slot back.
+pub(crate) fn finish_kept_end(word: &AtomicU64, ended: u64) -> bool {
+    let mut w = ended;
+    loop {
+        debug_assert!(phase(w) == ENDED && w & ENDER_BUSY != 0);
+        match word.compare_exchange(w, w & !ENDER_BUSY, AcqRel, Acquire) {
+            Ok(_) => return w & KEPT == 0,
+            Err(actual) => w = actual,
+        }
+    }
+}
+
+/// Takes a kept slot out of its owner's hold (the caller holds the owner's lock and takes
+/// the slot out of the key table): clears KEPT. `Some(true)` when the slot may be given
+/// back now, `Some(false)` when its ender still works on it (and gives it back), None when
+/// the word is not a kept end.
+pub(crate) fn take_kept(word: &AtomicU64) -> Option<bool> {
+    let mut w = word.load(Acquire);
+    loop {
+        if !is_kept(w) {
+            return None;
+        }
+        match word.compare_exchange(w, w & !KEPT, AcqRel, Acquire) {
+            Ok(_) => return Some(w & ENDER_BUSY == 0),
+            Err(actual) => w = actual,
+        }
+    }
 }
 
 /// IDLE (not parked in its owner's gate queue) → ENDING with `reason`, for a
@@ -447,6 +507,23 @@ mod tests {
             !superseded_in_place(fresh_run - 1, fresh_run),
             "another run"
         );
+    }
+
+    #[test]
+    fn a_slot_reused_after_a_fixed_number_of_registrations_changes_its_tag() {
+        // The slot's generations are `stride` runs apart every time (a periodic workload
+        // and a FIFO of resting slots give a constant distance); the tags of most pairs
+        // of consecutive ones must differ, or compaction could not tell stale entries.
+        for stride in [1u64, 3, 4, 256, 1024, 4096, 65536, 1 << 24] {
+            let mut run = 0x1234_5678u64 & ((1 << 32) - 1);
+            let mut repeats = 0;
+            for _ in 0..1000 {
+                let a = tag(fresh(run << IN_PLACE_BITS, false));
+                run = (run + stride) & ((1 << 32) - 1);
+                repeats += usize::from(a == tag(fresh(run << IN_PLACE_BITS, false)));
+            }
+            assert!(repeats <= 10, "stride {stride}: {repeats} of 1000 repeated");
+        }
     }
 
     #[test]
@@ -713,7 +790,7 @@ mod loom_models {
                     matches!(claim_end(&w, 9, 0, false), EndClaim::Claimed { .. })
                 })
             };
-            let quick = end_idle(&w, 9, 0).is_some();
+            let quick = end_idle(&w, 9, 0, false).is_some();
             let queued = delivery.join().unwrap();
             let claimed = claimer.join().unwrap();
             let last = w.load(Acquire);
@@ -728,6 +805,50 @@ mod loom_models {
             } else {
                 assert_eq!(phase(last), ENDING);
             }
+        });
+    }
+
+    /// A kept end (the canceller, which goes on reading the slot until it is done) races
+    /// the owner's side taking the slot out of its key table (a registration of the same
+    /// key, a release): exactly one of the two gives the slot back, and never while the
+    /// ender still works on it.
+    #[test]
+    fn a_kept_end_and_its_owner_give_the_slot_back_once() {
+        loom::model(|| {
+            let w = Arc::new(AtomicU64::new(fresh(5, false)));
+            let busy = Arc::new(AtomicU64::new(0));
+            let given_back = Arc::new(AtomicU64::new(0));
+            let ender = {
+                let (w, busy, given_back) = (w.clone(), busy.clone(), given_back.clone());
+                thread::spawn(move || {
+                    let Some((ended, _)) = end_idle(&w, 5, 0, true) else {
+                        return;
+                    };
+                    busy.store(1, Release);
+                    // ... reads the slot for its counts ...
+                    busy.store(0, Release);
+                    if finish_kept_end(&w, ended) {
+                        given_back.fetch_add(1, SeqCst);
+                    }
+                })
+            };
+            let owner = {
+                let (w, busy, given_back) = (w.clone(), busy.clone(), given_back.clone());
+                thread::spawn(move || {
+                    if take_kept(&w) == Some(true) {
+                        assert_eq!(busy.load(Acquire), 0, "given back while the ender works");
+                        given_back.fetch_add(1, SeqCst);
+                    }
+                })
+            };
+            ender.join().unwrap();
+            owner.join().unwrap();
+            let last = w.load(Acquire);
+            // The owner's side looked too early (the word was still IDLE): the key table
+            // holds the kept end, which a later look gives back.
+            let later = u64::from(take_kept(&w) == Some(true));
+            assert_eq!(given_back.load(SeqCst) + later, 1, "word {last:#x}");
+            assert!(!is_kept(w.load(Acquire)));
         });
     }
 }
