@@ -72,6 +72,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[cfg_attr(miri, ignore = "16,384 hashes: minutes under Miri, and no unsafe code")]
     fn sequential_and_strided_keys_spread_over_buckets_and_tags() {
         for stride in [1u64, 8, 4096, 1 << 32] {
             let mut low = std::collections::HashSet::new();

@@ -510,6 +510,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "16,000 tags: no unsafe code")]
     fn a_slot_reused_after_a_fixed_number_of_registrations_changes_its_tag() {
         // The slot's generations are `stride` runs apart every time (a periodic workload
         // and a FIFO of resting slots give a constant distance); the tags of most pairs
