@@ -98,11 +98,14 @@ static void end_all_and_check_identities(uint64_t rt, const uint64_t *owners, co
     struct spot_completion done[256];
     struct spot_stats s;
     for (int round = 0; round < 1000; round++) {
-        size_t n = 0;
+        size_t n = 0, m = 0;
         CHECK_ST(spot_exchange(rt, NULL, 0, recs, 256, 1 * MS, &n), SPOT_OK);
+        /* Only ticks are completed: a cancel notice (a cancel_async that ended later) has
+         * no token. */
         for (size_t i = 0; i < n; i++)
-            done[i] = (struct spot_completion){recs[i].token, SPOT_OUTCOME_NOT_STARTED, 0};
-        if (n) CHECK_ST(spot_complete(rt, done, n), SPOT_OK);
+            if (recs[i].kind == SPOT_RECORD_TICK)
+                done[m++] = (struct spot_completion){recs[i].token, SPOT_OUTCOME_NOT_STARTED, 0};
+        if (m) CHECK_ST(spot_complete(rt, done, m), SPOT_OK);
         memset(&s, 0, sizeof s);
         s.struct_size = sizeof s;
         CHECK_ST(spot_stats(rt, &s), SPOT_OK);
