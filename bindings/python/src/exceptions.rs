@@ -181,6 +181,11 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
+/// The class names, each after its base.
+pub fn names() -> impl Iterator<Item = &'static str> {
+    TREE.iter().map(|c| c.name)
+}
+
 /// The exception `exc` with `msg`.
 pub fn new_err(py: Python<'_>, exc: Exc, msg: String) -> PyErr {
     new_err_with(py, exc, msg, &[])

@@ -60,5 +60,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("END_REASONS", reasons)?;
     exceptions::register(m)?;
     lifecycle::register(m)?;
+    // What the package re-exports with `from ._native import *` (the stub says the same):
+    // the timer classes and the exception tree; the rest is the package's plumbing.
+    let mut public = vec!["ManualClock", "Runtime", "Owner", "Timer", "Tick"];
+    public.extend(exceptions::names());
+    m.setattr("__all__", public)?;
     Ok(())
 }

@@ -32,49 +32,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional, Union
 
 from . import _native
-from ._native import (
-    ArgumentTypeError,
-    CancelTimeoutError,
-    CapacityExceededError,
-    CapacityExhaustedError,
-    CleanupFailedError,
-    CreationFailedError,
-    DispatchModeError,
-    ForeignTimerError,
-    HandlerNotCallableError,
-    InvalidArgumentError,
-    InvalidCompletionError,
-    InvalidDurationError,
-    InvalidKindError,
-    LeaseExpiredError,
-    LocationStoreError,
-    NativeOSError,
-    NodeClosedError,
-    NotFoundError,
-    NotManualClockError,
-    RevokedError,
-    RuntimeClosedError,
-    SpotTimerError,
-    StaleHandleError,
-    StaleRouteError,
-    StoreKindError,
-    UnavailableError,
-    UnknownOwnerError,
-    WouldDeadlockError,
-    WrongKindError,
-)
-
-#: One spot-timer runtime: one scheduler thread, one deadline queue for all its timers
-#: (native).
-Runtime = _native.Runtime
-#: A clock that moves only when advanced: deterministic tests (native).
-ManualClock = _native.ManualClock
-Tick = _native.Tick
-#: One authority of an owner (a Spot): registers timers, renews or revokes its lease
-#: (native: ``Runtime.owner()`` makes them).
-Owner = _native.Owner
-#: The handle of one timer generation (owner, key, generation) (native).
-Timer = _native.Timer
+from ._native import *  # Runtime, ManualClock, Owner, Timer, Tick and the exception tree
 
 from importlib.metadata import PackageNotFoundError as _NotInstalled
 from importlib.metadata import version as _version
@@ -86,8 +44,8 @@ except _NotInstalled:  # imported from a source tree, not installed
 
 __all__ = [
     "__version__",
-    "Runtime",
     "ManualClock",
+    "Runtime",
     "Owner",
     "Timer",
     "Tick",

@@ -1,7 +1,7 @@
 """The native module (pyo3) that ``spot_timer`` wraps, and the one stub of the package:
-every native signature is written here. ``Runtime``, ``ManualClock``, ``Owner``, ``Timer``
-and ``Tick`` are re-exported by the package, ``Store``, ``Node`` and ``SpotRecord`` by ``spot_timer.lifecycle``; the
-rest is the package's own plumbing. The package's Python modules carry their own
+every native signature is written here. What ``__all__`` lists is re-exported by the
+package, ``Store``, ``Node`` and ``SpotRecord`` by ``spot_timer.lifecycle``; the rest is
+the package's own plumbing. The package's Python modules carry their own
 annotations."""
 
 import asyncio
@@ -24,7 +24,14 @@ from .lifecycle import (
     StaleReason,
 )
 
+#: What the package re-exports (``from ._native import *``): the timer classes and the
+#: exception tree.
 __all__ = [
+    "ManualClock",
+    "Runtime",
+    "Owner",
+    "Timer",
+    "Tick",
     "SpotTimerError",
     "InvalidArgumentError",
     "InvalidDurationError",
@@ -54,23 +61,6 @@ __all__ = [
     "LocationStoreError",
     "StoreKindError",
     "NodeClosedError",
-    "ManualClock",
-    "Runtime",
-    "Owner",
-    "Timer",
-    "Tick",
-    "configure",
-    "nanos",
-    "MAX_TIMERS",
-    "END_REASONS",
-    "CLOSE_REASONS",
-    "Store",
-    "Node",
-    "SpotRecord",
-    "LIFECYCLE_ITEM_OVERHEAD_BYTES",
-    "LIFECYCLE_SCAN_LIMIT",
-    "LIFECYCLE_APPLICATION_LANE",
-    "LIFECYCLE_LIFECYCLE_LANE",
 ]
 
 MAX_TIMERS: int
