@@ -10,8 +10,9 @@ One invocation = one measured run, one JSON object on stdout (bench/suite.py dri
 
 Systems: spot_timer (W1/W4/W6: owners of 100 timers, GateMode.CONCURRENT; W7: owners of 2 timers,
 the default serial gate; Owner.after + Timer.cancel, which returns the terminal result at once
-for a timer that is not running; W7's reset is Timer.reset), asyncio, and in W7 uvloop and rloop
-(loop.call_later + TimerHandle.cancel; a reset is cancel + call_later).
+for a timer that is not running; W7's reset is Timer.reset), and the asyncio loops asyncio,
+uvloop and rloop in W1 and W7 (asyncio only in W4) (loop.call_later + TimerHandle.cancel; a
+reset is cancel + call_later).
 """
 import asyncio
 import json
@@ -62,19 +63,22 @@ def w1_once(system, n, seed):
         rt.close()
         return (t1 - t0) / n, (t2 - t1) / n
 
-    if system == "asyncio":
-        async def main():
-            loop = asyncio.get_running_loop()
-            t0 = time.perf_counter_ns()
-            hs = [loop.call_later(d, noop) for d in dl]
-            t1 = time.perf_counter_ns()
-            for h in hs:
-                h.cancel()
-            t2 = time.perf_counter_ns()
-            return (t1 - t0) / n, (t2 - t1) / n
+    # The asyncio loops (asyncio, uvloop, rloop): call_later on the running loop.
+    async def main():
+        loop = asyncio.get_running_loop()
+        t0 = time.perf_counter_ns()
+        hs = [loop.call_later(d, noop) for d in dl]
+        t1 = time.perf_counter_ns()
+        for h in hs:
+            h.cancel()
+        t2 = time.perf_counter_ns()
+        return (t1 - t0) / n, (t2 - t1) / n
 
-        return asyncio.run(main())
-    raise SystemExit(f"unknown system {system}")
+    loop = peer_loop(system)
+    try:
+        return loop.run_until_complete(main())
+    finally:
+        loop.close()
 
 
 def w1(system, n):

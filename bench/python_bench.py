@@ -1,4 +1,4 @@
-"""Python delivery benchmark: spot_timer vs asyncio (and uvloop) call_at re-arming vs
+"""Python delivery benchmark: spot_timer vs asyncio (and uvloop, rloop) call_at re-arming vs
 threading.Timer.
 
 N periodic timers sharing one period (100 ms by default, same phase) deliver into Python
@@ -82,7 +82,7 @@ def run_spot(n, seconds):
                 lat_ns=lat, rss_kib=rss, threads=s1.scheduler_threads)
 
 
-def run_asyncio(n, seconds, use_uvloop=False):
+def run_asyncio(n, seconds, loop_kind="asyncio"):
     import asyncio
 
     async def main():
@@ -121,15 +121,27 @@ def run_asyncio(n, seconds, use_uvloop=False):
         return dict(records=count[0], cpu=cpu, crossings_per_record=None, lat_ns=lat,
                     rss_kib=rss_kib(), threads=1)
 
-    if use_uvloop:
+    if loop_kind == "uvloop":
         import uvloop
 
         return uvloop.run(main())
+    if loop_kind == "rloop":
+        import rloop
+
+        loop = rloop.new_event_loop()
+        try:
+            return loop.run_until_complete(main())
+        finally:
+            loop.close()
     return asyncio.run(main())
 
 
 def run_uvloop(n, seconds):
-    return run_asyncio(n, seconds, use_uvloop=True)
+    return run_asyncio(n, seconds, loop_kind="uvloop")
+
+
+def run_rloop(n, seconds):
+    return run_asyncio(n, seconds, loop_kind="rloop")
 
 
 def run_threading_timer(n, seconds):
@@ -175,7 +187,7 @@ def run_threading_timer(n, seconds):
 
 
 IMPLS = {"spot_timer": run_spot, "asyncio.call_at": run_asyncio, "uvloop.call_at": run_uvloop,
-         "threading.Timer": run_threading_timer}
+         "rloop.call_at": run_rloop, "threading.Timer": run_threading_timer}
 
 
 def worker(impl, n, seconds):
@@ -224,11 +236,12 @@ def main():
     if args.handler is not None:
         os.environ["SPOT_BENCH_HANDLER"] = args.handler
     impls = [i for i in IMPLS if i in args.impls.split(",")]
-    if args.impls == ",".join(IMPLS):  # the default set: uvloop only where installed
-        try:
-            import uvloop  # noqa: F401
-        except ImportError:
-            impls.remove("uvloop.call_at")
+    if args.impls == ",".join(IMPLS):  # the default set: uvloop and rloop only where installed
+        for mod in ("uvloop", "rloop"):
+            try:
+                __import__(mod)
+            except ImportError:
+                impls.remove(f"{mod}.call_at")
     sizes = [int(x) for x in args.sizes.split(",")]
     results = []
     for n in sizes:
