@@ -286,9 +286,10 @@ extern "C" {
  * `spot_session_run` and `spot_node_run` (the delivery driver calling a host function per
  * record), `struct spot_pass`, SPOT_RUN_KEEP and SPOT_RUN_STOP; 2.8
  * `spot_end_reason_name`, `spot_close_reason_name` and `spot_node_prometheus` (the
- * schema every binding is checked against).
+ * schema every binding is checked against); 2.9 `spot_timer_reset` (a timeout reset in
+ * place, keeping the user data).
  */
-#define SPOT_ABI_VERSION ((2 << 16) | 8)
+#define SPOT_ABI_VERSION ((2 << 16) | 9)
 
 /**
  * The outcome cell of a batch record whose outcome the host has not written yet.
@@ -1734,7 +1735,7 @@ spot_status spot_node_run(uint64_t node,
 
 /**
  * The ABI version of the library: `(major << 16) | minor`; this header is
- * `SPOT_ABI_VERSION` (2.8). A host built against major M works with a library of the
+ * `SPOT_ABI_VERSION` (2.9). A host built against major M works with a library of the
  * same major M and a minor >= its own.
  *
  * Infallible. Thread-safe.
@@ -2013,6 +2014,31 @@ spot_status spot_timer_rearm(uint64_t rt,
                              void *user_data,
                              spot_release_fn release,
                              struct spot_timer *out_timer);
+
+/**
+ * Moves live generation `t` — a timeout that is reset, a deadline that is moved — to a
+ * new generation of the same owner authority and key, with `t`'s period, policy,
+ * `user_data` and `release`, its first tick due `delay_ns` from now: in place, when `t` is
+ * idle (no record of it with a host) and nobody waits for its end. Then `t` ends
+ * SPOT_END_SUPERSEDED without its release hook running (its user data carries on with
+ * the new generation, whose end runs the hook once), only the timer's own line and one
+ * deadline entry are written, the new handle goes to `*out_timer` and `*out_moved` is 1.
+ *
+ * When `t` cannot move in place, nothing changes and `*out_moved` is 0 (`*out_timer` is
+ * untouched): register the key again instead (spot_timer_register supersedes `t` the
+ * ordinary way). A reset never gives one user data to two live generations.
+ *
+ * Thread-safe; may be called from inside the batch callback (also for `t` itself, whose
+ * record is then with the host: `*out_moved` is 0).
+ * Errors: SPOT_E_NULL_ARGUMENT, SPOT_E_INVALID_ARGUMENT (`t.reserved` not 0),
+ * SPOT_E_INVALID_HANDLE, SPOT_E_STALE_TIMER (`t` ended), SPOT_E_LEASE_EXPIRED,
+ * SPOT_E_REVOKED, SPOT_E_CLOSED.
+ */
+spot_status spot_timer_reset(uint64_t rt,
+                             struct spot_timer t,
+                             uint64_t delay_ns,
+                             struct spot_timer *out_timer,
+                             uint32_t *out_moved);
 
 /**
  * Cancels timer generation `t` and waits up to `timeout_ns` (-1 = forever, 0 = don't

@@ -177,6 +177,58 @@ fn a_timer_whose_record_is_with_the_host_is_reset_by_a_registration() {
     accounted(&rt);
 }
 
+/// `reset_timer_in_place` (the C ABI's `spot_timer_reset`): an idle generation moves, keeping
+/// its payload and releasing nothing; one whose record is with the host does not, and nothing
+/// changes — the payload stays with exactly one live generation either way.
+#[test]
+fn an_in_place_reset_moves_idle_timers_only_and_changes_nothing_otherwise() {
+    let (rt, released) = counting_runtime(ClockKind::Real);
+    let owner = rt.acquire_owner(1, OwnerOptions::default()).unwrap();
+    let first = owner
+        .register_id(3, TimerSpec::every(Duration::from_millis(1)), 10, None)
+        .unwrap();
+    let moved = rt
+        .reset_timer_in_place(first, Duration::from_millis(1))
+        .unwrap()
+        .expect("idle: moved in place");
+    assert_eq!(moved.slot(), first.slot());
+    assert_eq!(rt.timer_result(first), Some(Ok(EndReason::Superseded)));
+    assert_eq!(released.lock().unwrap().get(&10), None, "nothing released");
+    let tick = common::first_tick_of(&rt, moved);
+    assert!(rt.begin(&tick), "its handler runs");
+    assert_eq!(
+        rt.reset_timer_in_place(moved, Duration::from_secs(60))
+            .unwrap(),
+        None,
+        "its record is with the host: it cannot move"
+    );
+    assert_eq!(rt.timer_result(moved), None, "still live");
+    rt.complete(&[tick.complete(Outcome::Ok)]).unwrap();
+    assert_eq!(released.lock().unwrap().get(&10), None);
+    assert_eq!(
+        rt.cancel_timer_nowait(moved).unwrap(),
+        Some(Ok(EndReason::Cancelled))
+    );
+    assert_eq!(
+        released.lock().unwrap().get(&10).copied(),
+        Some(1),
+        "once, at the end"
+    );
+    assert!(matches!(
+        rt.reset_timer_in_place(moved, Duration::from_secs(1)),
+        Err(Error::StaleHandle)
+    ));
+    let other = owner
+        .register_id(4, TimerSpec::after(Duration::from_secs(60)), 20, None)
+        .unwrap();
+    rt.close();
+    assert!(matches!(
+        rt.reset_timer_in_place(other, Duration::from_secs(1)),
+        Err(Error::StaleHandle) | Ok(None)
+    ));
+    accounted(&rt);
+}
+
 #[test]
 fn a_reset_checks_the_owner_as_a_registration_does() {
     let clock = ManualClock::new();

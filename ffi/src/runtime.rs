@@ -16,7 +16,7 @@ use crate::status::*;
 use crate::types::*;
 
 /// The ABI version of the library: `(major << 16) | minor`; this header is
-/// `SPOT_ABI_VERSION` (2.8). A host built against major M works with a library of the
+/// `SPOT_ABI_VERSION` (2.9). A host built against major M works with a library of the
 /// same major M and a minor >= its own.
 ///
 /// Infallible. Thread-safe.

@@ -150,6 +150,50 @@ pub unsafe extern "C" fn spot_timer_rearm(
     })
 }
 
+/// Moves live generation `t` — a timeout that is reset, a deadline that is moved — to a
+/// new generation of the same owner authority and key, with `t`'s period, policy,
+/// `user_data` and `release`, its first tick due `delay_ns` from now: in place, when `t` is
+/// idle (no record of it with a host) and nobody waits for its end. Then `t` ends
+/// SPOT_END_SUPERSEDED without its release hook running (its user data carries on with
+/// the new generation, whose end runs the hook once), only the timer's own line and one
+/// deadline entry are written, the new handle goes to `*out_timer` and `*out_moved` is 1.
+///
+/// When `t` cannot move in place, nothing changes and `*out_moved` is 0 (`*out_timer` is
+/// untouched): register the key again instead (spot_timer_register supersedes `t` the
+/// ordinary way). A reset never gives one user data to two live generations.
+///
+/// Thread-safe; may be called from inside the batch callback (also for `t` itself, whose
+/// record is then with the host: `*out_moved` is 0).
+/// Errors: SPOT_E_NULL_ARGUMENT, SPOT_E_INVALID_ARGUMENT (`t.reserved` not 0),
+/// SPOT_E_INVALID_HANDLE, SPOT_E_STALE_TIMER (`t` ended), SPOT_E_LEASE_EXPIRED,
+/// SPOT_E_REVOKED, SPOT_E_CLOSED.
+#[no_mangle]
+pub unsafe extern "C" fn spot_timer_reset(
+    rt: u64,
+    t: spot_timer,
+    delay_ns: u64,
+    out_timer: *mut spot_timer,
+    out_moved: *mut u32,
+) -> spot_status {
+    boundary("spot_timer_reset", || {
+        let out = Out::new(out_timer, "out_timer")?;
+        let moved = Out::new(out_moved, "out_moved")?;
+        let id = timer_id(&t)?;
+        let ffi = handles::get(rt)?;
+        match ffi
+            .rt
+            .reset_timer_in_place(id, Duration::from_nanos(delay_ns))?
+        {
+            Some(new) => {
+                write_timer(out, new);
+                moved.write(1);
+            }
+            None => moved.write(0),
+        }
+        Ok(())
+    })
+}
+
 fn end_result(r: EndResult, out_reason: Option<Out<u32>>) -> FfiResult {
     let reason = r?;
     if let Some(o) = out_reason {

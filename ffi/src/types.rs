@@ -74,9 +74,10 @@ pub const SPOT_FIRST_DUE_DEFAULT: u64 = u64::MAX;
 /// `spot_session_run` and `spot_node_run` (the delivery driver calling a host function per
 /// record), `struct spot_pass`, SPOT_RUN_KEEP and SPOT_RUN_STOP; 2.8
 /// `spot_end_reason_name`, `spot_close_reason_name` and `spot_node_prometheus` (the
-/// schema every binding is checked against).
+/// schema every binding is checked against); 2.9 `spot_timer_reset` (a timeout reset in
+/// place, keeping the user data).
 #[allow(clippy::identity_op)] // spelled (major << 16) | minor, as hosts read it
-pub const SPOT_ABI_VERSION: u32 = (2 << 16) | 8;
+pub const SPOT_ABI_VERSION: u32 = (2 << 16) | 9;
 
 /// The outcome cell of a batch record whose outcome the host has not written yet.
 pub const SPOT_BATCH_PENDING: u32 = u32::MAX;

@@ -541,7 +541,7 @@ static void contract_t10_one_crossing_per_wakeup(void) {
 /* The layout the bindings mirror (x86_64 / any LP64 target). */
 static void abi_layout(void) {
     CHECK_EQ_U64(spot_abi_version(), SPOT_ABI_VERSION);
-    CHECK_EQ_U64(SPOT_ABI_VERSION, 0x00020008); /* 2.8: spot_end_reason_name, spot_close_reason_name, spot_node_prometheus (2.7: spot_session_run, spot_node_run) */
+    CHECK_EQ_U64(SPOT_ABI_VERSION, 0x00020009); /* 2.9: spot_timer_reset (2.8: spot_end_reason_name, spot_close_reason_name, spot_node_prometheus) */
     CHECK_EQ_U64(sizeof(struct spot_pass), 40); /* 2.7 */
     CHECK_EQ_U64(offsetof(struct spot_pass, ran), 8);
     CHECK_EQ_U64(offsetof(struct spot_pass, notices), 32);
@@ -861,11 +861,76 @@ static void rearm_supersedes_in_place_and_keeps_the_result(void) {
     CHECK_OK(spot_runtime_free(rt));
 }
 
+/* spot_timer_reset: an idle generation moves in place, keeping its user data and release
+ * hook (the hook runs once, for the last generation); one with its record in the host's
+ * hands does not move and nothing changes; a stale or malformed handle is refused. */
+static void reset_moves_idle_timers_in_place_keeping_user_data(void) {
+    uint64_t rt = manual_runtime();
+    uint64_t ep = owner(rt, 1, SPOT_GATE_SERIAL);
+    struct spot_timer_spec sp = spec_every(10 * MS, SPOT_POLICY_SKIP_LATE_TICKS, 1);
+    struct spot_timer ids[100];
+    uint32_t moved = 9, reason = 99;
+    atomic_store(&ok_release_calls, 0);
+    CHECK_OK(spot_timer_register(rt, 1, ep, 7, &sp, (void *)0x77, ok_release, &ids[0]));
+    for (int i = 1; i < 100; i++) {
+        CHECK_OK(spot_timer_reset(rt, ids[i - 1], 25 * MS, &ids[i], &moved));
+        CHECK_EQ_U64(moved, 1);
+        CHECK_EQ_U64(ids[i].slot, ids[0].slot);
+    }
+    CHECK_EQ_U64(atomic_load(&ok_release_calls), 0); /* nothing released on the way */
+    for (int i = 0; i < 99; i++) {
+        CHECK_OK(spot_timer_cancel(rt, ids[i], 0, &reason));
+        CHECK_EQ_U64(reason, SPOT_END_SUPERSEDED);
+    }
+    /* the first tick is due 25 ms from the reset, then every 10 ms: the period is kept */
+    struct spot_record r[4];
+    CHECK_OK(spot_advance(rt, 20 * MS));
+    CHECK_EQ_U64(xchg(rt, NULL, 0, r, 4), 0);
+    CHECK_OK(spot_advance(rt, 5 * MS));
+    CHECK_EQ_U64(xchg(rt, NULL, 0, r, 4), 1);
+    CHECK_EQ_U64(r[0].timer.generation, ids[99].generation);
+    CHECK(r[0].user_data == (void *)0x77);
+    CHECK_EQ_U64(r[0].delivery_index, 1);
+    /* its record is with the host: it cannot move, and nothing changed */
+    struct spot_timer untouched = {.generation = 1, .slot = 2, .reserved = 0}, out = untouched;
+    CHECK_OK(spot_timer_reset(rt, ids[99], MS, &out, &moved));
+    CHECK_EQ_U64(moved, 0);
+    CHECK_EQ_U64(out.generation, untouched.generation);
+    CHECK_OK(spot_record_begin(rt, &r[0]));
+    CHECK_EQ_U64(complete_and_take(rt, &r[0], SPOT_OUTCOME_OK, r + 1, 3), 0);
+    CHECK_OK(spot_advance(rt, 10 * MS));
+    CHECK_EQ_U64(xchg(rt, NULL, 0, r, 4), 1); /* still the same generation, every 10 ms */
+    CHECK_EQ_U64(r[0].timer.generation, ids[99].generation);
+    CHECK_OK(spot_record_begin(rt, &r[0]));
+    CHECK_EQ_U64(complete_and_take(rt, &r[0], SPOT_OUTCOME_OK, r + 1, 3), 0);
+    /* the last generation's end runs the hook, once */
+    CHECK_OK(spot_timer_cancel(rt, ids[99], 0, &reason));
+    CHECK_EQ_U64(reason, SPOT_END_CANCELLED);
+    CHECK_EQ_U64(atomic_load(&ok_release_calls), 1);
+    /* bad input */
+    CHECK_ST(spot_timer_reset(rt, ids[99], MS, &out, &moved), SPOT_E_STALE_TIMER);
+    struct spot_timer bad = ids[99];
+    bad.reserved = 1;
+    CHECK_ST(spot_timer_reset(rt, bad, MS, &out, &moved), SPOT_E_INVALID_ARGUMENT);
+    CHECK_ST(spot_timer_reset(rt, ids[99], MS, NULL, &moved), SPOT_E_NULL_ARGUMENT);
+    CHECK_ST(spot_timer_reset(rt, ids[99], MS, &out, NULL), SPOT_E_NULL_ARGUMENT);
+    CHECK_ST(spot_timer_reset(rt + 1, ids[99], MS, &out, &moved), SPOT_E_INVALID_HANDLE);
+    /* a revoked authority: its timers ended, so the handle is stale */
+    struct spot_timer live;
+    CHECK_OK(spot_timer_register(rt, 1, ep, 8, &sp, NULL, NULL, &live));
+    CHECK_OK(spot_owner_revoke(rt, 1, ep));
+    CHECK_ST(spot_timer_reset(rt, live, MS, &out, &moved), SPOT_E_STALE_TIMER);
+    CHECK_OK(spot_runtime_close(rt));
+    CHECK_ST(spot_timer_reset(rt, live, MS, &out, &moved), SPOT_E_STALE_TIMER);
+    CHECK_OK(spot_runtime_free(rt));
+}
+
 void run_contract_tests(void) {
     RUN(owner_release_forgets_owners);
     RUN(abi_layout);
     RUN(contract_01_reregister_drops_pending_ticks);
     RUN(rearm_supersedes_in_place_and_keeps_the_result);
+    RUN(reset_moves_idle_timers_in_place_keeping_user_data);
     RUN(contract_02_cancel_lets_running_callback_finish);
     RUN(contract_03_concurrent_cancels_see_one_result);
     RUN(contract_04_no_overlap);

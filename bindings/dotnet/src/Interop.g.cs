@@ -170,8 +170,9 @@ namespace SpotTimer.Interop
         /// <c>spot_session_run</c> and <c>spot_node_run</c> (the delivery driver calling a host function per
         /// record), <c>struct spot_pass</c>, SPOT_RUN_KEEP and SPOT_RUN_STOP; 2.8
         /// <c>spot_end_reason_name</c>, <c>spot_close_reason_name</c> and <c>spot_node_prometheus</c> (the
-        /// schema every binding is checked against).</summary>
-        public const uint ABI_VERSION = ((2 << 16) | 8);
+        /// schema every binding is checked against); 2.9 <c>spot_timer_reset</c> (a timeout reset in
+        /// place, keeping the user data).</summary>
+        public const uint ABI_VERSION = ((2 << 16) | 9);
         /// <summary>The outcome cell of a batch record whose outcome the host has not written yet.</summary>
         public const uint BATCH_PENDING = uint.MaxValue;
         /// <summary>The outcome cell of a batch record the host keeps and completes later itself (an
@@ -1055,7 +1056,7 @@ namespace SpotTimer.Interop
         public static extern int spot_node_run(ulong node, long timeout_ns, UIntPtr max, IntPtr run, IntPtr env, spot_pass* out_pass);
 
         /// <summary>The ABI version of the library: <c>(major &lt;&lt; 16) | minor</c>; this header is
-        /// <c>SPOT_ABI_VERSION</c> (2.8). A host built against major M works with a library of the
+        /// <c>SPOT_ABI_VERSION</c> (2.9). A host built against major M works with a library of the
         /// same major M and a minor &gt;= its own.
         /// <para>Infallible. Thread-safe.</para></summary>
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
@@ -1273,6 +1274,24 @@ namespace SpotTimer.Interop
         /// Errors: those of spot_timer_register.</para></summary>
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         public static extern int spot_timer_rearm(ulong rt, ulong owner_id, ulong epoch, spot_timer previous, ulong key, spot_timer_spec* spec, IntPtr user_data, IntPtr release, spot_timer* out_timer);
+
+        /// <summary>Moves live generation <c>t</c> — a timeout that is reset, a deadline that is moved — to a
+        /// new generation of the same owner authority and key, with <c>t</c>'s period, policy,
+        /// <c>user_data</c> and <c>release</c>, its first tick due <c>delay_ns</c> from now: in place, when <c>t</c> is
+        /// idle (no record of it with a host) and nobody waits for its end. Then <c>t</c> ends
+        /// SPOT_END_SUPERSEDED without its release hook running (its user data carries on with
+        /// the new generation, whose end runs the hook once), only the timer's own line and one
+        /// deadline entry are written, the new handle goes to <c>*out_timer</c> and <c>*out_moved</c> is 1.
+        /// <para>When <c>t</c> cannot move in place, nothing changes and <c>*out_moved</c> is 0 (<c>*out_timer</c> is
+        /// untouched): register the key again instead (spot_timer_register supersedes <c>t</c> the
+        /// ordinary way). A reset never gives one user data to two live generations.</para>
+        /// <para>Thread-safe; may be called from inside the batch callback (also for <c>t</c> itself, whose
+        /// record is then with the host: <c>*out_moved</c> is 0).
+        /// Errors: SPOT_E_NULL_ARGUMENT, SPOT_E_INVALID_ARGUMENT (<c>t.reserved</c> not 0),
+        /// SPOT_E_INVALID_HANDLE, SPOT_E_STALE_TIMER (<c>t</c> ended), SPOT_E_LEASE_EXPIRED,
+        /// SPOT_E_REVOKED, SPOT_E_CLOSED.</para></summary>
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern int spot_timer_reset(ulong rt, spot_timer t, ulong delay_ns, spot_timer* out_timer, uint* out_moved);
 
         /// <summary>Cancels timer generation <c>t</c> and waits up to <c>timeout_ns</c> (-1 = forever, 0 = don't
         /// wait) for its terminal result. From the moment of the call no new callback of <c>t</c>

@@ -333,6 +333,17 @@ impl<P: Clone + Send + Sync + 'static> Runtime<P> {
             .reset(id, crate::clock::duration_to_nanos(delay), payload)
     }
 
+    /// [`Runtime::reset_timer`] in place only: `Some` with the new generation when `id` was
+    /// idle and nobody waited for its end (it keeps `id`'s payload; `id` ends `Superseded`
+    /// and releases nothing), `None` when it could not move in place, and then nothing
+    /// changed (the host registers the key again, which supersedes `id` the ordinary way).
+    /// For hosts whose payload must not be carried by two generations at once (the C ABI:
+    /// a release hook frees the user data once). Errors as [`Runtime::reset_timer`].
+    pub fn reset_timer_in_place(&self, id: TimerId, delay: Duration) -> Result<Option<TimerId>> {
+        self.shared
+            .reset_in_place(id, crate::clock::duration_to_nanos(delay))
+    }
+
     /// [`TimerHandle::cancel`] by id.
     pub fn cancel_timer(&self, id: TimerId, timeout: Option<Duration>) -> EndResult {
         self.shared.cancel_blocking(id, timeout)

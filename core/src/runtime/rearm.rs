@@ -34,6 +34,14 @@ use crate::slot::{Slot, EXACT, HAS_COLD, HAS_RELEASE, HAS_WAITERS, OWNER_INDEX_M
 use crate::spec::{TimerId, TimerKey, TimerSpec};
 use crate::stats::C;
 
+/// A live generation as a reset finds it.
+struct LiveGeneration {
+    owner_index: u32,
+    epoch: u64,
+    key: TimerKey,
+    schedule: Schedule,
+}
+
 /// What a look at the previous generation's slot decided.
 enum InPlace<S> {
     /// Registered in place (or refused, with the ordinary path's error).
@@ -105,6 +113,46 @@ impl<P: Send + Sync + 'static> Shared<P> {
     /// keeping the payload when `previous` is idle and nobody waits for its end, else as a
     /// registration of `payload` that supersedes it. `StaleHandle` once `previous` ended.
     pub(crate) fn reset(&self, previous: TimerId, delay: Nanos, payload: P) -> Result<Reset> {
+        let live = self.live_generation(previous)?;
+        match self.take_in_place(
+            live.owner_index,
+            live.epoch,
+            previous,
+            live.key,
+            Successor::Reset(delay),
+        ) {
+            InPlace::Done(r) => r.map(Reset::InPlace),
+            InPlace::Elsewhere(_) => {
+                let spec = TimerSpec::of_schedule(&live.schedule, delay);
+                self.register(live.owner_index, live.epoch, live.key, &spec, payload, None)
+                    .map(Reset::Registered)
+            }
+        }
+    }
+
+    /// [`Shared::reset`] when `previous` can move in place; `None` (and nothing changed)
+    /// when it cannot.
+    pub(crate) fn reset_in_place(
+        &self,
+        previous: TimerId,
+        delay: Nanos,
+    ) -> Result<Option<TimerId>> {
+        let live = self.live_generation(previous)?;
+        match self.take_in_place(
+            live.owner_index,
+            live.epoch,
+            previous,
+            live.key,
+            Successor::Reset(delay),
+        ) {
+            InPlace::Done(r) => r.map(Some),
+            InPlace::Elsewhere(_) => Ok(None),
+        }
+    }
+
+    /// What a reset needs of live generation `previous`: its owner, authority, key and
+    /// schedule. `StaleHandle` once it ended.
+    fn live_generation(&self, previous: TimerId) -> Result<LiveGeneration> {
         let slot = self.slots.get(previous.slot()).ok_or(Error::StaleHandle)?;
         let live = |w: u64| {
             word::generation(w) == previous.generation()
@@ -121,14 +169,12 @@ impl<P: Send + Sync + 'static> Shared<P> {
         }
         // A live generation's authority is the owner's current one (its end ends them all).
         let epoch = self.owners.entry(owner_index).epoch.load(Acquire);
-        match self.take_in_place(owner_index, epoch, previous, key, Successor::Reset(delay)) {
-            InPlace::Done(r) => r.map(Reset::InPlace),
-            InPlace::Elsewhere(_) => {
-                let spec = TimerSpec::of_schedule(&schedule, delay);
-                self.register(owner_index, epoch, key, &spec, payload, None)
-                    .map(Reset::Registered)
-            }
-        }
+        Ok(LiveGeneration {
+            owner_index,
+            epoch,
+            key,
+            schedule,
+        })
     }
 
     /// Can generation `previous` in `slot` be superseded in place by a generation of
