@@ -79,6 +79,7 @@ OVERLOAD_PERIOD_MS = 10
 W4_SYSTEMS = ["spot-rust", "tokio-delayqueue", "tokio-sleep", "spot-c", "libuv", "go", "spot-py", "asyncio",
               "spot-dotnet", "threading-timer-net"]
 W7_PY_SYSTEMS = ["spot-py", "asyncio", "uvloop-py", "rloop"]
+W7_NET_SYSTEMS = ["spot-dotnet", "threading-timer-net"]
 W6_SYSTEMS = ["spot-rust", "tokio-delayqueue", "tokio-sleep", "spot-c", "libuv", "go", "spot-py", "spot-dotnet",
               "threading-timer-net"]
 
@@ -488,6 +489,15 @@ class Suite:
         n = c["w7_py_n"]
         self.interleaved("W7-py", "w7", W7_PY_SYSTEMS, [n], c["reps"], dict(n=n, per_owner=2), timeout=600)
 
+    def w7_dotnet(self):
+        """The actor's shape from .NET: 1M live one-shots, 2 per owner, 200k timeout resets
+        (`Timer.Reset` / `Change`, and as cancel + register), every timer cancelled, both in
+        random order, then the teardown of n live timers, beside System.Threading.Timer
+        (interleaved runs, each in a fresh Mono process)."""
+        c = self.cfg
+        n = c["w7_py_n"]
+        self.interleaved("W7-net", "w7", W7_NET_SYSTEMS, [n], c["reps"], dict(n=n, per_owner=2), timeout=900)
+
 
 # ---------------------------------------------------------------- reporting
 
@@ -650,6 +660,14 @@ def targets(results):
             "arm_cancel_ns", 1, "ns")
     at_most("Python W7-py: a timeout reset with Timer.reset ≤ 0.5× rloop's cancel + call_later", w7[0], w7[1],
             "reset_ns", 0.5, "ns")
+    w7n = [find(results, "W7-net", s_) for s_ in ("spot-dotnet", "threading-timer-net")]
+    for what, key in (("arm", "arm_ns"), ("random-order cancel (Dispose)", "cancel_ns"),
+                      ("timeout reset (Timer.Reset vs Change)", "reset_ns")):
+        at_most(f".NET W7-net (1M live, 2 per owner): {what} ≤ 1.0× System.Threading.Timer's (aim 0.5×)",
+                w7n[0], w7n[1], key, 1, "ns")
+    t = w7n[0] and med(w7n[0], "teardown_ns")
+    add(".NET W7-net: teardown of a runtime ≤ 200 ns per live timer", t, t and f"{t:.0f} ns",
+        t is not None and t <= 200)
     w = find(results, "W6", "spot-py", threads=1)
     ns = w and med(w, "ns_per_register")
     add("Python W6: a registration ≤ 250 ns (1 thread)", ns, ns and f"{ns:.0f} ns", ns is not None and ns <= 250)
@@ -792,6 +810,15 @@ def write_md(doc, path):
              "`after()`; the asyncio loops: `cancel()` + `call_later`), then every timer cancelled in a random order. "
              "Each phase times the calls alone (indexes and deadlines drawn before it), in the same Python loop for "
              "every system; spot_timer's runtime runs its scheduler thread (the default `Runtime()`).\n")
+    table("W7-net — the actor's shape from .NET: live one-shots, 2 per owner, timeout resets and cancels in "
+          "random order, teardown", "W7-net",
+          [("ns per arm", "arm_ns", 0), ("ns per reset", "reset_ns", 0),
+           ("ns per reset as cancel + register", "reset_cancel_register_ns", 0), ("ns per cancel", "cancel_ns", 0),
+           ("ns per timer at teardown", "teardown_ns", 0)])
+    L.append("W7-net: as W7-py, in Mono: SpotTimer `Owner.After` (the default serial gate), `Timer.Reset` (in place "
+             "when idle) and again `Cancel` + `After`, `Cancel`, then `Runtime.Dispose` with n timers live; "
+             "System.Threading.Timer: `new Timer(cb, null, due, Infinite)`, `Change(due, Infinite)` and again "
+             "`Dispose` + `new`, `Dispose`, and `Dispose` of each of n live timers.\n")
     table("W6 — registration from 1 and 2 threads", "W6",
           [("ns per registration (wall)", "ns_per_register", 0), ("registrations per s", "registrations_per_s", 0)],
           key=lambda r: (r["system"], r["params"]["threads"]))
@@ -974,7 +1001,8 @@ def main():
     loads = {}
     steps = [("W1", suite.w1), ("W2", lambda: (suite.w2_native(False), suite.w2_python(False), suite.w2_dotnet(False),
                                                suite.w2_variants())),
-             ("W3", suite.w3_busy), ("W4", suite.w4), ("W5", suite.w5), ("W6", suite.w6), ("W7", suite.w7_python)]
+             ("W3", suite.w3_busy), ("W4", suite.w4), ("W5", suite.w5), ("W6", suite.w6), ("W7", suite.w7_python),
+             ("W7", suite.w7_dotnet)]
     for wl, fn in steps:
         if wl in only:
             log(f"{wl} ...")

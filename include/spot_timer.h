@@ -2017,26 +2017,29 @@ spot_status spot_timer_rearm(uint64_t rt,
 
 /**
  * Moves live generation `t` — a timeout that is reset, a deadline that is moved — to a
- * new generation of the same owner authority and key, with `t`'s period, policy,
- * `user_data` and `release`, its first tick due `delay_ns` from now: in place, when `t` is
- * idle (no record of it with a host) and nobody waits for its end. Then `t` ends
- * SPOT_END_SUPERSEDED without its release hook running (its user data carries on with
- * the new generation, whose end runs the hook once), only the timer's own line and one
- * deadline entry are written, the new handle goes to `*out_timer` and `*out_moved` is 1.
+ * new generation of the same owner authority and key, with `t`'s period and policy, its
+ * first tick due `delay_ns` from now, carrying `user_data` and `release` (as
+ * spot_timer_register takes them; pass `t`'s own to keep them): in place, when `t` is idle
+ * (no record of it with a host) and nobody waits for its end. Then `t` ends
+ * SPOT_END_SUPERSEDED *without* its release hook running (its user data is the host's
+ * again), only the timer's own line and one deadline entry are written, the new handle
+ * goes to `*out_timer` and `*out_moved` is 1.
  *
  * When `t` cannot move in place, nothing changes and `*out_moved` is 0 (`*out_timer` is
- * untouched): register the key again instead (spot_timer_register supersedes `t` the
- * ordinary way). A reset never gives one user data to two live generations.
+ * untouched, `user_data` stays the host's and `release` never runs for it): register the
+ * key again instead (spot_timer_register supersedes `t` the ordinary way).
  *
  * Thread-safe; may be called from inside the batch callback (also for `t` itself, whose
  * record is then with the host: `*out_moved` is 0).
  * Errors: SPOT_E_NULL_ARGUMENT, SPOT_E_INVALID_ARGUMENT (`t.reserved` not 0),
  * SPOT_E_INVALID_HANDLE, SPOT_E_STALE_TIMER (`t` ended), SPOT_E_LEASE_EXPIRED,
- * SPOT_E_REVOKED, SPOT_E_CLOSED.
+ * SPOT_E_REVOKED.
  */
 spot_status spot_timer_reset(uint64_t rt,
                              struct spot_timer t,
                              uint64_t delay_ns,
+                             void *user_data,
+                             spot_release_fn release,
                              struct spot_timer *out_timer,
                              uint32_t *out_moved);
 

@@ -177,45 +177,58 @@ fn a_timer_whose_record_is_with_the_host_is_reset_by_a_registration() {
     accounted(&rt);
 }
 
-/// `reset_timer_in_place` (the C ABI's `spot_timer_reset`): an idle generation moves, keeping
-/// its payload and releasing nothing; one whose record is with the host does not, and nothing
-/// changes — the payload stays with exactly one live generation either way.
+/// `reset_timer_swapping` (the C ABI's `spot_timer_reset`): an idle generation moves in
+/// place with the payload given and hands its own back, neither released nor dropped; one
+/// whose record is with the host does not move, nothing changes and the payload given comes
+/// back — so each payload is released once, by the one generation that carried it last.
 #[test]
-fn an_in_place_reset_moves_idle_timers_only_and_changes_nothing_otherwise() {
+fn a_swapping_reset_moves_idle_timers_only_and_hands_the_other_payload_back() {
     let (rt, released) = counting_runtime(ClockKind::Real);
     let owner = rt.acquire_owner(1, OwnerOptions::default()).unwrap();
     let first = owner
         .register_id(3, TimerSpec::every(Duration::from_millis(1)), 10, None)
         .unwrap();
-    let moved = rt
-        .reset_timer_in_place(first, Duration::from_millis(1))
+    let Swap::Moved {
+        id: moved,
+        previous,
+    } = rt
+        .reset_timer_swapping(first, Duration::from_millis(1), 11)
         .unwrap()
-        .expect("idle: moved in place");
+    else {
+        panic!("idle: moved in place");
+    };
+    assert_eq!(previous, 10, "the old payload comes back");
     assert_eq!(moved.slot(), first.slot());
     assert_eq!(rt.timer_result(first), Some(Ok(EndReason::Superseded)));
     assert_eq!(released.lock().unwrap().get(&10), None, "nothing released");
     let tick = common::first_tick_of(&rt, moved);
-    assert!(rt.begin(&tick), "its handler runs");
     assert_eq!(
-        rt.reset_timer_in_place(moved, Duration::from_secs(60))
-            .unwrap(),
-        None,
-        "its record is with the host: it cannot move"
+        *tick.payload(),
+        11,
+        "the new generation carries the payload given"
+    );
+    assert!(rt.begin(&tick), "its handler runs");
+    let refused = rt
+        .reset_timer_swapping(moved, Duration::from_secs(60), 12)
+        .unwrap();
+    assert!(
+        matches!(refused, Swap::Refused(12)),
+        "its record is with the host: it cannot move ({refused:?})"
     );
     assert_eq!(rt.timer_result(moved), None, "still live");
     rt.complete(&[tick.complete(Outcome::Ok)]).unwrap();
-    assert_eq!(released.lock().unwrap().get(&10), None);
     assert_eq!(
         rt.cancel_timer_nowait(moved).unwrap(),
         Some(Ok(EndReason::Cancelled))
     );
+    let r = released.lock().unwrap().clone();
     assert_eq!(
-        released.lock().unwrap().get(&10).copied(),
-        Some(1),
-        "once, at the end"
+        (r.get(&10), r.get(&11), r.get(&12)),
+        (None, Some(&1), None),
+        "only the last carrier's payload is released, once"
     );
     assert!(matches!(
-        rt.reset_timer_in_place(moved, Duration::from_secs(1)),
+        rt.reset_timer_swapping(moved, Duration::from_secs(1), 13),
         Err(Error::StaleHandle)
     ));
     let other = owner
@@ -223,8 +236,8 @@ fn an_in_place_reset_moves_idle_timers_only_and_changes_nothing_otherwise() {
         .unwrap();
     rt.close();
     assert!(matches!(
-        rt.reset_timer_in_place(other, Duration::from_secs(1)),
-        Err(Error::StaleHandle) | Ok(None)
+        rt.reset_timer_swapping(other, Duration::from_secs(1), 21),
+        Err(Error::StaleHandle) | Ok(Swap::Refused(21))
     ));
     accounted(&rt);
 }

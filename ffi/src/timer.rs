@@ -4,7 +4,7 @@
 use std::ffi::c_void;
 use std::time::Duration;
 
-use spot_timer_core::{EndResult, TimerId, TimerSpec};
+use spot_timer_core::{EndResult, Swap, TimerId, TimerSpec};
 
 use crate::boundary::{boundary, with_versioned, write_versioned, Failure, FfiResult, Out};
 use crate::core_runtime::{stale, timer_id, Payload};
@@ -151,27 +151,30 @@ pub unsafe extern "C" fn spot_timer_rearm(
 }
 
 /// Moves live generation `t` — a timeout that is reset, a deadline that is moved — to a
-/// new generation of the same owner authority and key, with `t`'s period, policy,
-/// `user_data` and `release`, its first tick due `delay_ns` from now: in place, when `t` is
-/// idle (no record of it with a host) and nobody waits for its end. Then `t` ends
-/// SPOT_END_SUPERSEDED without its release hook running (its user data carries on with
-/// the new generation, whose end runs the hook once), only the timer's own line and one
-/// deadline entry are written, the new handle goes to `*out_timer` and `*out_moved` is 1.
+/// new generation of the same owner authority and key, with `t`'s period and policy, its
+/// first tick due `delay_ns` from now, carrying `user_data` and `release` (as
+/// spot_timer_register takes them; pass `t`'s own to keep them): in place, when `t` is idle
+/// (no record of it with a host) and nobody waits for its end. Then `t` ends
+/// SPOT_END_SUPERSEDED *without* its release hook running (its user data is the host's
+/// again), only the timer's own line and one deadline entry are written, the new handle
+/// goes to `*out_timer` and `*out_moved` is 1.
 ///
 /// When `t` cannot move in place, nothing changes and `*out_moved` is 0 (`*out_timer` is
-/// untouched): register the key again instead (spot_timer_register supersedes `t` the
-/// ordinary way). A reset never gives one user data to two live generations.
+/// untouched, `user_data` stays the host's and `release` never runs for it): register the
+/// key again instead (spot_timer_register supersedes `t` the ordinary way).
 ///
 /// Thread-safe; may be called from inside the batch callback (also for `t` itself, whose
 /// record is then with the host: `*out_moved` is 0).
 /// Errors: SPOT_E_NULL_ARGUMENT, SPOT_E_INVALID_ARGUMENT (`t.reserved` not 0),
 /// SPOT_E_INVALID_HANDLE, SPOT_E_STALE_TIMER (`t` ended), SPOT_E_LEASE_EXPIRED,
-/// SPOT_E_REVOKED, SPOT_E_CLOSED.
+/// SPOT_E_REVOKED.
 #[no_mangle]
 pub unsafe extern "C" fn spot_timer_reset(
     rt: u64,
     t: spot_timer,
     delay_ns: u64,
+    user_data: *mut c_void,
+    release: spot_release_fn,
     out_timer: *mut spot_timer,
     out_moved: *mut u32,
 ) -> spot_status {
@@ -180,15 +183,17 @@ pub unsafe extern "C" fn spot_timer_reset(
         let moved = Out::new(out_moved, "out_moved")?;
         let id = timer_id(&t)?;
         let ffi = handles::get(rt)?;
+        let payload = Payload::new(user_data, release);
         match ffi
             .rt
-            .reset_timer_in_place(id, Duration::from_nanos(delay_ns))?
+            .reset_timer_swapping(id, Duration::from_nanos(delay_ns), payload)?
         {
-            Some(new) => {
+            // The previous user data is the host's again: dropping its payload runs nothing.
+            Swap::Moved { id: new, .. } => {
                 write_timer(out, new);
                 moved.write(1);
             }
-            None => moved.write(0),
+            Swap::Refused(_) => moved.write(0),
         }
         Ok(())
     })

@@ -861,19 +861,22 @@ static void rearm_supersedes_in_place_and_keeps_the_result(void) {
     CHECK_OK(spot_runtime_free(rt));
 }
 
-/* spot_timer_reset: an idle generation moves in place, keeping its user data and release
- * hook (the hook runs once, for the last generation); one with its record in the host's
- * hands does not move and nothing changes; a stale or malformed handle is refused. */
-static void reset_moves_idle_timers_in_place_keeping_user_data(void) {
+/* spot_timer_reset: an idle generation moves in place with the user data given, and its
+ * own release hook does not run (its user data is the host's again); one with its record in
+ * the host's hands does not move and nothing changes; a stale or malformed handle is
+ * refused. The release hook runs once, for the last generation. */
+static void reset_moves_idle_timers_in_place(void) {
     uint64_t rt = manual_runtime();
     uint64_t ep = owner(rt, 1, SPOT_GATE_SERIAL);
     struct spot_timer_spec sp = spec_every(10 * MS, SPOT_POLICY_SKIP_LATE_TICKS, 1);
     struct spot_timer ids[100];
     uint32_t moved = 9, reason = 99;
     atomic_store(&ok_release_calls, 0);
-    CHECK_OK(spot_timer_register(rt, 1, ep, 7, &sp, (void *)0x77, ok_release, &ids[0]));
+    CHECK_OK(spot_timer_register(rt, 1, ep, 7, &sp, (void *)(uintptr_t)1000, ok_release, &ids[0]));
     for (int i = 1; i < 100; i++) {
-        CHECK_OK(spot_timer_reset(rt, ids[i - 1], 25 * MS, &ids[i], &moved));
+        /* a new user data per generation, except every tenth, which keeps its own */
+        void *ud = (void *)(uintptr_t)(i % 10 == 0 ? 1000 + i - 1 : 1000 + i);
+        CHECK_OK(spot_timer_reset(rt, ids[i - 1], 25 * MS, ud, ok_release, &ids[i], &moved));
         CHECK_EQ_U64(moved, 1);
         CHECK_EQ_U64(ids[i].slot, ids[0].slot);
     }
@@ -889,11 +892,11 @@ static void reset_moves_idle_timers_in_place_keeping_user_data(void) {
     CHECK_OK(spot_advance(rt, 5 * MS));
     CHECK_EQ_U64(xchg(rt, NULL, 0, r, 4), 1);
     CHECK_EQ_U64(r[0].timer.generation, ids[99].generation);
-    CHECK(r[0].user_data == (void *)0x77);
+    CHECK(r[0].user_data == (void *)(uintptr_t)1099);
     CHECK_EQ_U64(r[0].delivery_index, 1);
     /* its record is with the host: it cannot move, and nothing changed */
     struct spot_timer untouched = {.generation = 1, .slot = 2, .reserved = 0}, out = untouched;
-    CHECK_OK(spot_timer_reset(rt, ids[99], MS, &out, &moved));
+    CHECK_OK(spot_timer_reset(rt, ids[99], MS, (void *)0x5, ok_release, &out, &moved));
     CHECK_EQ_U64(moved, 0);
     CHECK_EQ_U64(out.generation, untouched.generation);
     CHECK_OK(spot_record_begin(rt, &r[0]));
@@ -901,6 +904,7 @@ static void reset_moves_idle_timers_in_place_keeping_user_data(void) {
     CHECK_OK(spot_advance(rt, 10 * MS));
     CHECK_EQ_U64(xchg(rt, NULL, 0, r, 4), 1); /* still the same generation, every 10 ms */
     CHECK_EQ_U64(r[0].timer.generation, ids[99].generation);
+    CHECK(r[0].user_data == (void *)(uintptr_t)1099);
     CHECK_OK(spot_record_begin(rt, &r[0]));
     CHECK_EQ_U64(complete_and_take(rt, &r[0], SPOT_OUTCOME_OK, r + 1, 3), 0);
     /* the last generation's end runs the hook, once */
@@ -908,20 +912,19 @@ static void reset_moves_idle_timers_in_place_keeping_user_data(void) {
     CHECK_EQ_U64(reason, SPOT_END_CANCELLED);
     CHECK_EQ_U64(atomic_load(&ok_release_calls), 1);
     /* bad input */
-    CHECK_ST(spot_timer_reset(rt, ids[99], MS, &out, &moved), SPOT_E_STALE_TIMER);
+    CHECK_ST(spot_timer_reset(rt, ids[99], MS, NULL, NULL, &out, &moved), SPOT_E_STALE_TIMER);
     struct spot_timer bad = ids[99];
     bad.reserved = 1;
-    CHECK_ST(spot_timer_reset(rt, bad, MS, &out, &moved), SPOT_E_INVALID_ARGUMENT);
-    CHECK_ST(spot_timer_reset(rt, ids[99], MS, NULL, &moved), SPOT_E_NULL_ARGUMENT);
-    CHECK_ST(spot_timer_reset(rt, ids[99], MS, &out, NULL), SPOT_E_NULL_ARGUMENT);
-    CHECK_ST(spot_timer_reset(rt + 1, ids[99], MS, &out, &moved), SPOT_E_INVALID_HANDLE);
+    CHECK_ST(spot_timer_reset(rt, bad, MS, NULL, NULL, &out, &moved), SPOT_E_INVALID_ARGUMENT);
+    CHECK_ST(spot_timer_reset(rt, ids[99], MS, NULL, NULL, NULL, &moved), SPOT_E_NULL_ARGUMENT);
+    CHECK_ST(spot_timer_reset(rt, ids[99], MS, NULL, NULL, &out, NULL), SPOT_E_NULL_ARGUMENT);
+    CHECK_ST(spot_timer_reset(rt + 1, ids[99], MS, NULL, NULL, &out, &moved), SPOT_E_INVALID_HANDLE);
     /* a revoked authority: its timers ended, so the handle is stale */
     struct spot_timer live;
     CHECK_OK(spot_timer_register(rt, 1, ep, 8, &sp, NULL, NULL, &live));
     CHECK_OK(spot_owner_revoke(rt, 1, ep));
-    CHECK_ST(spot_timer_reset(rt, live, MS, &out, &moved), SPOT_E_STALE_TIMER);
-    CHECK_OK(spot_runtime_close(rt));
-    CHECK_ST(spot_timer_reset(rt, live, MS, &out, &moved), SPOT_E_STALE_TIMER);
+    CHECK_ST(spot_timer_reset(rt, live, MS, NULL, NULL, &out, &moved), SPOT_E_STALE_TIMER);
+    CHECK_EQ_U64(atomic_load(&ok_release_calls), 1); /* nothing given to a refused reset ran */
     CHECK_OK(spot_runtime_free(rt));
 }
 
@@ -930,7 +933,7 @@ void run_contract_tests(void) {
     RUN(abi_layout);
     RUN(contract_01_reregister_drops_pending_ticks);
     RUN(rearm_supersedes_in_place_and_keeps_the_result);
-    RUN(reset_moves_idle_timers_in_place_keeping_user_data);
+    RUN(reset_moves_idle_timers_in_place);
     RUN(contract_02_cancel_lets_running_callback_finish);
     RUN(contract_03_concurrent_cancels_see_one_result);
     RUN(contract_04_no_overlap);

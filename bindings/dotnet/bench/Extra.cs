@@ -4,10 +4,14 @@
 //   mono Extra.exe w1 <system> <n>            arm + cancel churn (random deadlines 60..120 s)
 //   mono Extra.exe w4 <system> <n>            RSS bytes per live timer
 //   mono Extra.exe w6 <system> <n> <threads>  registration from 1..k threads
+//   mono Extra.exe w7 <system> <n>            the actor's shape: n live one-shots, 2 per
+//                                             owner, timeout resets and cancels in random
+//                                             order, then the teardown of n live timers
 //
-// Systems: spot (owners of 100 timers, GateMode.Concurrent; Owner.After + Timer.Cancel,
-// which ends a timer that is not running on the calling thread) and stt
-// (System.Threading.Timer: new Timer(cb, state, due, Infinite) + Dispose()).
+// Systems: spot (W1/W4/W6: owners of 100 timers, GateMode.Concurrent; W7: owners of 2 timers,
+// the default serial gate; Owner.After + Timer.Cancel, which ends a timer that is not running
+// on the calling thread) and stt (System.Threading.Timer: new Timer(cb, state, due, Infinite)
+// + Dispose(); W7's one-call reset is Change(due, Infinite)).
 using System;
 using System.Collections.Generic;
 using System.Diagnostics;
@@ -81,6 +85,95 @@ static class Extra
             return new[] { arm, cancel };
         }
         throw new ArgumentException("unknown system " + system);
+    }
+
+    const int Resets = 200000;
+
+    static int[] Shuffled(int n, Random r)
+    {
+        var a = new int[n];
+        for (int i = 0; i < n; i++) a[i] = i;
+        for (int i = n - 1; i > 0; i--) { int j = r.Next(i + 1); int t = a[i]; a[i] = a[j]; a[j] = t; }
+        return a;
+    }
+
+    static int[] Sample(int n, int k, Random r)
+    {
+        var a = Shuffled(n, r);
+        Array.Resize(ref a, k);
+        return a;
+    }
+
+    /// <summary>n live one-shots (deadlines 60..120 s), 2 per owner; min(200k, n/5) timeout
+    /// resets of random timers, in one call (stt: Change) and as cancel + register; every timer
+    /// cancelled in a random order; then n timers armed again and torn down (spot: the runtime's
+    /// Dispose; stt: each timer's Dispose). Each phase times the operations alone: the indexes
+    /// and deadlines are drawn before it.</summary>
+    static Dictionary<string, double> W7Once(string system, int n)
+    {
+        var r = new Random(777);
+        var dl = Deadlines(n, 4242);
+        int resets = Math.Min(Resets, n / 5);
+        var picks = Sample(n, resets, r);
+        var picks2 = Sample(n, resets, r);
+        var order = Shuffled(n, r);
+        var res = new Dictionary<string, double>();
+        var sw = new Stopwatch();
+        Func<double> per = () => sw.Elapsed.TotalMilliseconds * 1e6;
+        if (system == "spot")
+        {
+            var rt = new Runtime();
+            var owners = new Owner[(n + 1) / 2];
+            for (int i = 0; i < owners.Length; i++) owners[i] = rt.AcquireOwner(1 + (ulong)i);
+            var ts = new SpotTimer.Timer[n];
+            sw.Restart();
+            for (int i = 0; i < n; i++) ts[i] = owners[i >> 1].After((ulong)(i & 1), dl[i], Noop);
+            res["arm_ns"] = per() / n;
+            sw.Restart();
+            foreach (int i in picks) ts[i] = ts[i].Reset(dl[i]);
+            res["reset_ns"] = per() / resets;
+            sw.Restart();
+            foreach (int i in picks2)
+            {
+                ts[i].Cancel(TimeSpan.FromSeconds(60));
+                ts[i] = owners[i >> 1].After((ulong)(i & 1), dl[i], Noop);
+            }
+            res["reset_cancel_register_ns"] = per() / resets;
+            sw.Restart();
+            foreach (int i in order) ts[i].Cancel(TimeSpan.FromSeconds(60));
+            res["cancel_ns"] = per() / n;
+            for (int i = 0; i < n; i++) ts[i] = owners[i >> 1].After((ulong)(i & 1), dl[i], Noop);
+            sw.Restart();
+            rt.Dispose();
+            res["teardown_ns"] = per() / n;
+        }
+        else if (system == "stt")
+        {
+            var ts = new System.Threading.Timer[n];
+            sw.Restart();
+            for (int i = 0; i < n; i++) ts[i] = new System.Threading.Timer(SttNoop, null, dl[i], Timeout.InfiniteTimeSpan);
+            res["arm_ns"] = per() / n;
+            sw.Restart();
+            foreach (int i in picks) ts[i].Change(dl[i], Timeout.InfiniteTimeSpan);
+            res["reset_ns"] = per() / resets;
+            sw.Restart();
+            foreach (int i in picks2)
+            {
+                ts[i].Dispose();
+                ts[i] = new System.Threading.Timer(SttNoop, null, dl[i], Timeout.InfiniteTimeSpan);
+            }
+            res["reset_cancel_register_ns"] = per() / resets;
+            sw.Restart();
+            foreach (int i in order) ts[i].Dispose();
+            res["cancel_ns"] = per() / n;
+            for (int i = 0; i < n; i++) ts[i] = new System.Threading.Timer(SttNoop, null, dl[i], Timeout.InfiniteTimeSpan);
+            sw.Restart();
+            for (int i = 0; i < n; i++) ts[i].Dispose();
+            res["teardown_ns"] = per() / n;
+        }
+        else throw new ArgumentException("unknown system " + system);
+        res["arm_cancel_ns"] = res["arm_ns"] + res["cancel_ns"];
+        return res;
     }
 
     static int Main(string[] args)
@@ -174,6 +267,16 @@ static class Extra
             int total = per * threads;
             Console.WriteLine("{{\"ns_per_register\": {0}, \"registrations_per_s\": {1}}}", F(ns / total), F(total / (ns / 1e9)));
             Keep.Add(keep);
+            return 0;
+        }
+        if (w == "w7")
+        {
+            W7Once(system, Math.Min(n, 20000)); // warm-up (JIT)
+            GC.Collect();
+            var r = W7Once(system, n);
+            var parts = new List<string>();
+            foreach (var kv in r) parts.Add("\"" + kv.Key + "\": " + F(kv.Value));
+            Console.WriteLine("{" + string.Join(", ", parts) + "}");
             return 0;
         }
         throw new ArgumentException("unknown workload " + w);

@@ -1276,22 +1276,23 @@ namespace SpotTimer.Interop
         public static extern int spot_timer_rearm(ulong rt, ulong owner_id, ulong epoch, spot_timer previous, ulong key, spot_timer_spec* spec, IntPtr user_data, IntPtr release, spot_timer* out_timer);
 
         /// <summary>Moves live generation <c>t</c> — a timeout that is reset, a deadline that is moved — to a
-        /// new generation of the same owner authority and key, with <c>t</c>'s period, policy,
-        /// <c>user_data</c> and <c>release</c>, its first tick due <c>delay_ns</c> from now: in place, when <c>t</c> is
-        /// idle (no record of it with a host) and nobody waits for its end. Then <c>t</c> ends
-        /// SPOT_END_SUPERSEDED without its release hook running (its user data carries on with
-        /// the new generation, whose end runs the hook once), only the timer's own line and one
-        /// deadline entry are written, the new handle goes to <c>*out_timer</c> and <c>*out_moved</c> is 1.
+        /// new generation of the same owner authority and key, with <c>t</c>'s period and policy, its
+        /// first tick due <c>delay_ns</c> from now, carrying <c>user_data</c> and <c>release</c> (as
+        /// spot_timer_register takes them; pass <c>t</c>'s own to keep them): in place, when <c>t</c> is idle
+        /// (no record of it with a host) and nobody waits for its end. Then <c>t</c> ends
+        /// SPOT_END_SUPERSEDED *without* its release hook running (its user data is the host's
+        /// again), only the timer's own line and one deadline entry are written, the new handle
+        /// goes to <c>*out_timer</c> and <c>*out_moved</c> is 1.
         /// <para>When <c>t</c> cannot move in place, nothing changes and <c>*out_moved</c> is 0 (<c>*out_timer</c> is
-        /// untouched): register the key again instead (spot_timer_register supersedes <c>t</c> the
-        /// ordinary way). A reset never gives one user data to two live generations.</para>
+        /// untouched, <c>user_data</c> stays the host's and <c>release</c> never runs for it): register the
+        /// key again instead (spot_timer_register supersedes <c>t</c> the ordinary way).</para>
         /// <para>Thread-safe; may be called from inside the batch callback (also for <c>t</c> itself, whose
         /// record is then with the host: <c>*out_moved</c> is 0).
         /// Errors: SPOT_E_NULL_ARGUMENT, SPOT_E_INVALID_ARGUMENT (<c>t.reserved</c> not 0),
         /// SPOT_E_INVALID_HANDLE, SPOT_E_STALE_TIMER (<c>t</c> ended), SPOT_E_LEASE_EXPIRED,
-        /// SPOT_E_REVOKED, SPOT_E_CLOSED.</para></summary>
+        /// SPOT_E_REVOKED.</para></summary>
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
-        public static extern int spot_timer_reset(ulong rt, spot_timer t, ulong delay_ns, spot_timer* out_timer, uint* out_moved);
+        public static extern int spot_timer_reset(ulong rt, spot_timer t, ulong delay_ns, IntPtr user_data, IntPtr release, spot_timer* out_timer, uint* out_moved);
 
         /// <summary>Cancels timer generation <c>t</c> and waits up to <c>timeout_ns</c> (-1 = forever, 0 = don't
         /// wait) for its terminal result. From the moment of the call no new callback of <c>t</c>

@@ -675,6 +675,24 @@ namespace SpotTimer
             return tcs.Task;
         }
 
+        /// <summary>Moves this timer, as <see cref="System.Threading.Timer.Change(TimeSpan, TimeSpan)"/>
+        /// moves one: a new generation of the same key, handler, period and options whose first
+        /// tick is due <paramref name="dueTime"/> from now; this generation ends
+        /// <see cref="EndReason.Superseded"/> (its Cancel and CancelAsync say so). An idle timer
+        /// moves in place (spot_timer_reset: no registration, its <see cref="TimerOptions.OnRelease"/>
+        /// runs once, when the last generation ends); one whose handler runs now, or whose end a
+        /// cancel waits for, gets the new generation registered beside it, as Every/After would.
+        /// A handler that takes a token gets a new token for the new generation; the old one's is
+        /// cancelled. Returns the new generation's Timer. Throws ArgumentOutOfRangeException for a
+        /// negative <paramref name="dueTime"/>, StaleTimerException once this generation ended,
+        /// InvalidOperationException for the timer of a <see cref="TickStream"/>,
+        /// OwnerRevokedException / LeaseExpiredException when its authority no longer holds,
+        /// RuntimeClosedException after the runtime's Dispose.</summary>
+        public Timer Reset(TimeSpan dueTime)
+        {
+            return Rt.Core.Reset(this, Durations.NonNegativeNs(dueTime, "dueTime"));
+        }
+
         /// <summary>The generation's statistics (spot_timer_stats). ObjectDisposedException after
         /// this Timer's Dispose or the runtime's.</summary>
         public TimerStats GetStats()

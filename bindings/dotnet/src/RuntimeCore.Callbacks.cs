@@ -25,8 +25,9 @@ namespace SpotTimer
                 else self.Free();
                 if (st == null) return 0;
                 st.Ended = true;
-                Action onRelease = st.OnRelease;
-                st.Sync = null; st.Async = null; st.AsyncToken = null; st.OnRelease = null;
+                // Taken, not read: a Reset that could not move in place may take it at once.
+                Action onRelease = Interlocked.Exchange(ref st.OnRelease, null);
+                st.Sync = null; st.Async = null; st.AsyncToken = null;
                 try
                 {
                     if (onRelease == null) return 0;

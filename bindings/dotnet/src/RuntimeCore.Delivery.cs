@@ -222,7 +222,7 @@ namespace SpotTimer
                 : GCHandle.FromIntPtr(r->user_data).Target as TimerState;
             if (st == null || st.Core != this || (st.Sync != null && !TryStart(r)))
                 return C.OUTCOME_NOT_STARTED;
-            var tick = new Tick(st, r->owner_id, r->key, (long)r->delivery_index,
+            var tick = new Tick(st, r->timer, r->owner_id, r->key, (long)r->delivery_index,
                                 (long)r->scheduled_index, (long)r->skipped_ticks);
             Action<Tick> sync = st.Sync;
             if (sync != null)

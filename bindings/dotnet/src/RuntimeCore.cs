@@ -292,12 +292,14 @@ namespace SpotTimer
             {
                 Core = this, Sync = sync, Async = async, AsyncToken = asyncToken, OnRelease = options.OnRelease,
                 OwnerId = owner.Id, OwnerEpoch = owner.Epoch, Key = key, EndSignal = signal,
+                PeriodNs = oneShot ? 0 : ns, Options = options,
             };
             var tokenSignal = signal as TokenSignal;
             if (tokenSignal != null) st.HandlerToken = tokenSignal.Token;
             var timer = new Timer(rt, st, owner.Id, key);
             var self = GCHandle.Alloc(st, GCHandleType.Normal);
             IntPtr userData = GCHandle.ToIntPtr(self);
+            st.UserData = userData;
             var spec = new spot_timer_spec();
             spec.struct_size = (uint)sizeof(spot_timer_spec);
             spec.policy = (uint)options.Policy;

@@ -69,18 +69,25 @@ namespace SpotTimer
         public volatile bool Ended;
         public spot_timer Handle;
 
-        /// <summary>A Timer for a tick: equal (==, Equals) to the one that registered this
-        /// generation. The state keeps no reference to that Timer or to the Runtime (the handle
-        /// that roots this state must not keep an abandoned Runtime alive): the Runtime comes
-        /// from the core's one weak reference.</summary>
-        public Timer GetTimer()
+        /// <summary>A Timer for a tick of generation <paramref name="id"/> (the record's): equal
+        /// (==, Equals) to the one that registered this generation. The state keeps no reference
+        /// to that Timer or to the Runtime (the handle that roots this state must not keep an
+        /// abandoned Runtime alive): the Runtime comes from the core's one weak reference.</summary>
+        public Timer GetTimer(spot_timer id)
         {
             Runtime rt;
             if (Core.RuntimeRef == null || !Core.RuntimeRef.TryGetTarget(out rt)) return null;
             var t = new Timer(rt, this, OwnerId, Key);
-            t.Id = Handle;
+            t.Id = id;
             return t;
         }
+
+        /// <summary>The GCHandle of this state that the native runtime carries as user data.</summary>
+        public IntPtr UserData;
+        /// <summary>The registration's period (0: a one-shot) and options: what a
+        /// <see cref="Timer.Reset"/> that cannot move in place registers again.</summary>
+        public ulong PeriodNs;
+        public TimerOptions Options;
         public ulong OwnerId, Key;
         public Task<CancelResult> CancelTask;
 

@@ -65,10 +65,12 @@ namespace SpotTimer
     public readonly struct Tick
     {
         readonly TimerState _state;
+        readonly spot_timer _id;
 
-        internal Tick(TimerState state, ulong ownerId, ulong key, long delivery, long scheduled, long skipped)
+        internal Tick(TimerState state, spot_timer id, ulong ownerId, ulong key, long delivery, long scheduled, long skipped)
         {
             _state = state;
+            _id = id;
             OwnerId = ownerId;
             Key = key;
             DeliveryIndex = delivery;
@@ -78,7 +80,7 @@ namespace SpotTimer
 
         /// <summary>The timer this tick belongs to (may be null for a tick that arrives before
         /// the registering call returned).</summary>
-        public Timer Timer { get { return _state != null ? _state.GetTimer() : null; } }
+        public Timer Timer { get { return _state != null ? _state.GetTimer(_id) : null; } }
         /// <summary>The id of the timer's owner (<see cref="Owner.Id"/>).</summary>
         public ulong OwnerId { get; }
         /// <summary>The timer's key within its owner.</summary>

@@ -71,7 +71,7 @@ use crate::tick::{Completion, Record, TickRecord};
 
 pub use handle::{CancelTicket, Cancelled, TimerHandle};
 pub use owner_api::{Owner, OwnerOptions};
-pub use rearm::Reset;
+pub use rearm::{Reset, Swap};
 pub use session::{Batch, Completer, DeliverySession, BATCH_KEPT, BATCH_PENDING};
 pub use sink::{BatchHandler, Sink};
 
@@ -333,15 +333,21 @@ impl<P: Clone + Send + Sync + 'static> Runtime<P> {
             .reset(id, crate::clock::duration_to_nanos(delay), payload)
     }
 
-    /// [`Runtime::reset_timer`] in place only: `Some` with the new generation when `id` was
-    /// idle and nobody waited for its end (it keeps `id`'s payload; `id` ends `Superseded`
-    /// and releases nothing), `None` when it could not move in place, and then nothing
-    /// changed (the host registers the key again, which supersedes `id` the ordinary way).
-    /// For hosts whose payload must not be carried by two generations at once (the C ABI:
-    /// a release hook frees the user data once). Errors as [`Runtime::reset_timer`].
-    pub fn reset_timer_in_place(&self, id: TimerId, delay: Duration) -> Result<Option<TimerId>> {
+    /// [`Runtime::reset_timer`] in place only, the new generation carrying `payload`:
+    /// [`Swap::Moved`] when `id` was idle and nobody waited for its end — `id` ends
+    /// `Superseded` and its payload is handed back, neither released nor dropped — else
+    /// [`Swap::Refused`], and nothing changed (the host registers the key again, which
+    /// supersedes `id` the ordinary way). For hosts that name each generation's payload
+    /// apart (the C ABI's `spot_timer_reset`: one user data per generation, whose release
+    /// hook runs once). Errors as [`Runtime::reset_timer`].
+    pub fn reset_timer_swapping(
+        &self,
+        id: TimerId,
+        delay: Duration,
+        payload: P,
+    ) -> Result<Swap<P>> {
         self.shared
-            .reset_in_place(id, crate::clock::duration_to_nanos(delay))
+            .reset_swapping(id, crate::clock::duration_to_nanos(delay), payload)
     }
 
     /// [`TimerHandle::cancel`] by id.

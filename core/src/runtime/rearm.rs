@@ -43,9 +43,12 @@ struct LiveGeneration {
 }
 
 /// What a look at the previous generation's slot decided.
-enum InPlace<S> {
+enum InPlace<S, P> {
     /// Registered in place (or refused, with the ordinary path's error).
     Done(Result<TimerId>),
+    /// Registered in place with a payload of its own: the previous generation's, handed
+    /// back, was neither released nor dropped.
+    Swapped(TimerId, P),
     /// Not possible here: the successor goes to an ordinary registration.
     Elsewhere(S),
 }
@@ -57,6 +60,28 @@ enum Successor<'a, P> {
     /// The previous generation's payload, period and policy, its first tick due this long
     /// from now ([`Shared::reset`]).
     Reset(Nanos),
+    /// The previous generation's period and policy with a payload of its own, its first
+    /// tick due this long from now ([`Shared::reset_swapping`]).
+    ResetWith(Nanos, P),
+}
+
+/// How an in-place reset that brings its own payload went
+/// ([`crate::Runtime::reset_timer_swapping`]).
+#[derive(Debug)]
+pub enum Swap<P> {
+    /// The new generation took the previous one's slot with the payload given; the
+    /// previous generation ended `Superseded`, and its payload, handed back here, was
+    /// neither released nor dropped.
+    Moved {
+        /// The new generation.
+        id: TimerId,
+        /// The previous generation's payload.
+        previous: P,
+    },
+    /// The previous generation could not move in place (its record is with a host,
+    /// someone waits for its end, its slot's run of in-place generations is used up, or
+    /// the runtime is closing): nothing changed, and the payload given is handed back.
+    Refused(P),
 }
 
 /// How a reset went ([`crate::Runtime::reset_timer`]).
@@ -104,7 +129,9 @@ impl<P: Send + Sync + 'static> Shared<P> {
             InPlace::Elsewhere(Successor::Registration(_, payload)) => {
                 self.register(owner_index, epoch, key, spec, payload, None)
             }
-            InPlace::Elsewhere(Successor::Reset(_)) => unreachable!("a registration came back"),
+            InPlace::Swapped(..) | InPlace::Elsewhere(_) => {
+                unreachable!("a registration came back as another successor")
+            }
         }
     }
 
@@ -122,6 +149,7 @@ impl<P: Send + Sync + 'static> Shared<P> {
             Successor::Reset(delay),
         ) {
             InPlace::Done(r) => r.map(Reset::InPlace),
+            InPlace::Swapped(..) => unreachable!("a reset keeps its payload"),
             InPlace::Elsewhere(_) => {
                 let spec = TimerSpec::of_schedule(&live.schedule, delay);
                 self.register(live.owner_index, live.epoch, live.key, &spec, payload, None)
@@ -130,23 +158,22 @@ impl<P: Send + Sync + 'static> Shared<P> {
         }
     }
 
-    /// [`Shared::reset`] when `previous` can move in place; `None` (and nothing changed)
-    /// when it cannot.
-    pub(crate) fn reset_in_place(
+    /// [`Shared::reset`] in place only, the new generation carrying `payload`; the
+    /// previous generation's payload is handed back instead of released.
+    pub(crate) fn reset_swapping(
         &self,
         previous: TimerId,
         delay: Nanos,
-    ) -> Result<Option<TimerId>> {
+        payload: P,
+    ) -> Result<Swap<P>> {
         let live = self.live_generation(previous)?;
-        match self.take_in_place(
-            live.owner_index,
-            live.epoch,
-            previous,
-            live.key,
-            Successor::Reset(delay),
-        ) {
-            InPlace::Done(r) => r.map(Some),
-            InPlace::Elsewhere(_) => Ok(None),
+        let successor = Successor::ResetWith(delay, payload);
+        match self.take_in_place(live.owner_index, live.epoch, previous, live.key, successor) {
+            InPlace::Swapped(id, previous) => Ok(Swap::Moved { id, previous }),
+            InPlace::Done(Err(e)) => Err(e),
+            InPlace::Done(Ok(_)) => unreachable!("a swapping reset hands the old payload back"),
+            InPlace::Elsewhere(Successor::ResetWith(_, payload)) => Ok(Swap::Refused(payload)),
+            InPlace::Elsewhere(_) => unreachable!("another successor came back"),
         }
     }
 
@@ -212,14 +239,15 @@ impl<P: Send + Sync + 'static> Shared<P> {
         previous: TimerId,
         key: TimerKey,
         successor: Successor<'s, P>,
-    ) -> InPlace<Successor<'s, P>> {
+    ) -> InPlace<Successor<'s, P>, P> {
         let (Some(slot), Some(generation)) = (
             self.slots.get(previous.slot()),
             word::in_place_successor(previous.generation()),
         ) else {
             return InPlace::Elsewhere(successor);
         };
-        let keeps_payload = matches!(successor, Successor::Reset(_));
+        // Neither kind of reset lets the old generation's end release or drop its payload.
+        let keeps_payload = matches!(successor, Successor::Reset(_) | Successor::ResetWith(..));
         if self.is_closed()
             || !self.may_take_in_place(slot, owner_index, key, previous, keeps_payload)
         {
@@ -233,7 +261,7 @@ impl<P: Send + Sync + 'static> Shared<P> {
             },
             // The slot's period and mode are `previous`'s until its claim succeeds (only a
             // claim's holder writes them); if the claim fails, this is not used.
-            Successor::Reset(delay) => Schedule {
+            Successor::Reset(delay) | Successor::ResetWith(delay, _) => Schedule {
                 period: slot.period.load(Relaxed),
                 mode: slot.mode.load(Relaxed),
                 base: now.saturating_add(*delay),
@@ -242,14 +270,14 @@ impl<P: Send + Sync + 'static> Shared<P> {
         let index = previous.slot();
         let exact = self.is_exact(&schedule);
         let release = match &successor {
-            Successor::Registration(_, payload) => {
+            Successor::Registration(_, payload) | Successor::ResetWith(_, payload) => {
                 self.release_payload.is_some() && self.release_needed.is_none_or(|f| f(payload))
             }
             Successor::Reset(_) => slot.owner.load(Relaxed) & HAS_RELEASE != 0,
         };
         let here = self.here();
         let owner = self.owners.entry(owner_index);
-        let (ending, published, closed) = {
+        let (ending, published, closed, handed_back) = {
             let _book = owner.book.lock();
             if let Err(e) = owner.check(epoch, || now) {
                 return InPlace::Done(Err(e));
@@ -277,15 +305,27 @@ impl<P: Send + Sync + 'static> Shared<P> {
                 slot.owner.fetch_and(!(EXACT | HAS_RELEASE), Relaxed);
                 slot.owner.fetch_or(wanted, Relaxed);
             }
-            if let Successor::Registration(_, payload) = successor {
-                // SAFETY: this thread holds the old generation's ENDING and its payload has
-                // no drop glue (`may_take_in_place`); nobody reads it before the swap.
-                unsafe { self.slots.write_payload(index, payload) };
-            }
+            let handed_back = match successor {
+                Successor::Registration(_, payload) => {
+                    // SAFETY: this thread holds the old generation's ENDING and its payload
+                    // has no drop glue (`may_take_in_place`); nobody reads it before the swap.
+                    unsafe { self.slots.write_payload(index, payload) };
+                    None
+                }
+                Successor::ResetWith(_, payload) => {
+                    // SAFETY: this thread holds the old generation's ENDING, and its payload
+                    // is live (an idle generation's is); nobody reads it before the swap.
+                    let previous = unsafe { self.slots.take_payload(index) };
+                    // SAFETY: as above; the cell was emptied just now.
+                    unsafe { self.slots.write_payload(index, payload) };
+                    Some(previous)
+                }
+                Successor::Reset(_) => None,
+            };
             let published = word::fresh(generation, false);
             // Sequentially consistent: see the module's ground rules.
             slot.word.swap(published, SeqCst);
-            (ending, published, self.closed.load(Relaxed))
+            (ending, published, self.closed.load(Relaxed), handed_back)
         };
         if slot.owner.load(SeqCst) & (HAS_COLD | HAS_WAITERS) != 0 {
             self.answer_superseded_in_place(index, ending);
@@ -301,7 +341,10 @@ impl<P: Send + Sync + 'static> Shared<P> {
         }
         // The old generation's end, after the new one's registration (counter order).
         self.counters.add_for(here.thread, C::ended, 1);
-        InPlace::Done(Ok(id))
+        match handed_back {
+            Some(previous) => InPlace::Swapped(id, previous),
+            None => InPlace::Done(Ok(id)),
+        }
     }
 
     /// Counts the ticks of the idle generation in `slot` superseded in place (as a quiet

@@ -358,6 +358,13 @@ impl<P> SlotTable<P> {
 
     /// # Safety
     /// The caller holds the generation's end (ENDING) and the payload is live; afterwards
+    /// it is not (the caller owns the value returned).
+    pub unsafe fn take_payload(&self, index: u32) -> P {
+        (*self.payload_cell(index).0.get()).assume_init_read()
+    }
+
+    /// # Safety
+    /// The caller holds the generation's end (ENDING) and the payload is live; afterwards
     /// it is not.
     pub unsafe fn drop_payload(&self, index: u32) {
         (*self.payload_cell(index).0.get()).assume_init_drop();
