@@ -287,7 +287,8 @@ extern "C" {
  * record), `struct spot_pass`, SPOT_RUN_KEEP and SPOT_RUN_STOP; 2.8
  * `spot_end_reason_name`, `spot_close_reason_name` and `spot_node_prometheus` (the
  * schema every binding is checked against); 2.9 `spot_timer_reset` (a timeout reset in
- * place, keeping the user data).
+ * place, the user data swapped) and `spot_release_reason` (a release hook learns why its
+ * generation ended).
  */
 #define SPOT_ABI_VERSION ((2 << 16) | 9)
 
@@ -1820,6 +1821,16 @@ spot_status spot_now(uint64_t rt, uint64_t *out_ns);
  * SPOT_E_BAD_STRUCT_SIZE.
  */
 spot_status spot_stats(uint64_t rt, struct spot_stats *out);
+
+/**
+ * Inside a release hook (`spot_release_fn`): why the generation whose hook runs ended
+ * (`SPOT_END_*`), so a host can keep the result with its own handle of the generation —
+ * its id may go stale once the slot is reused. `UINT32_MAX` when no release hook runs on
+ * the calling thread.
+ *
+ * Infallible. Thread-safe (it answers for the calling thread).
+ */
+uint32_t spot_release_reason(void);
 
 /**
  * The name of an end reason (`SPOT_END_*`) as a static NUL-terminated string

@@ -29,10 +29,12 @@ use crate::sync::{AtomicU64, Mutex, MutexGuard};
 /// the generation's terminal result (contract T2).
 pub type ReleaseHook = Box<dyn FnOnce() -> std::result::Result<(), String> + Send>;
 
-/// Cleans up a payload when its generation ends: configured once per runtime
-/// (`RuntimeConfig::release`), so a host whose payloads need cleanup (a C host's user data)
-/// pays nothing per registration. A failure becomes the generation's terminal result.
-pub type PayloadRelease<P> = Box<dyn Fn(&P) -> std::result::Result<(), String> + Send + Sync>;
+/// Cleans up a payload when its generation ends, told why it ended (so a host can keep the
+/// result with its own handle): configured once per runtime (`RuntimeConfig::release`), so
+/// a host whose payloads need cleanup (a C host's user data) pays nothing per registration.
+/// A failure becomes the generation's terminal result.
+pub type PayloadRelease<P> =
+    Box<dyn Fn(&P, crate::end::EndReason) -> std::result::Result<(), String> + Send + Sync>;
 
 /// Called once with a generation's terminal result.
 pub(crate) type Subscriber = Box<dyn FnOnce(&EndResult) + Send>;

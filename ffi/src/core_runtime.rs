@@ -5,7 +5,7 @@
 use std::cell::Cell;
 use std::ffi::{c_char, c_void, CStr};
 
-use spot_timer_core::{Runtime, TimerId};
+use spot_timer_core::{EndReason, Runtime, TimerId};
 
 use crate::boundary::{Failure, FfiResult};
 use crate::status::*;
@@ -31,12 +31,25 @@ impl Payload {
 
 const RELEASE_MSG_LEN: usize = 256;
 
-/// Runs a payload's C release function (if any) when its generation ends.
-pub(crate) fn release_payload(p: &Payload) -> Result<(), String> {
+thread_local! {
+    /// While a release hook runs on this thread: its generation's end reason
+    /// (`spot_release_reason`); `u32::MAX` otherwise.
+    static RELEASE_REASON: Cell<u32> = const { Cell::new(u32::MAX) };
+}
+
+/// The end reason of the generation whose release hook runs on this thread, if one does.
+pub(crate) fn release_reason() -> u32 {
+    RELEASE_REASON.with(Cell::get)
+}
+
+/// Runs a payload's C release function (if any) when its generation ends (`why`).
+pub(crate) fn release_payload(p: &Payload, why: EndReason) -> Result<(), String> {
     let Some(f) = p.release else {
         return Ok(());
     };
     let mut msg = [0 as c_char; RELEASE_MSG_LEN];
+    // A hook may end another generation, whose hook runs nested: restore the outer reason.
+    let outer = RELEASE_REASON.with(|r| r.replace(u32::from(why.code())));
     // SAFETY: the host's hook, called once with its own user data and a writable buffer
     // of RELEASE_MSG_LEN bytes.
     let rc = unsafe {
@@ -46,6 +59,7 @@ pub(crate) fn release_payload(p: &Payload) -> Result<(), String> {
             RELEASE_MSG_LEN,
         )
     };
+    RELEASE_REASON.with(|r| r.set(outer));
     if rc == 0 {
         return Ok(());
     }

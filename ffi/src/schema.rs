@@ -35,6 +35,17 @@ fn close_reason_name(r: CloseReason) -> &'static [u8] {
 const UNKNOWN_END: &[u8] = b"SPOT_END_UNKNOWN\0";
 const UNKNOWN_CLOSE: &[u8] = b"SPOT_CLOSE_UNKNOWN\0";
 
+/// Inside a release hook (`spot_release_fn`): why the generation whose hook runs ended
+/// (`SPOT_END_*`), so a host can keep the result with its own handle of the generation —
+/// its id may go stale once the slot is reused. `UINT32_MAX` when no release hook runs on
+/// the calling thread.
+///
+/// Infallible. Thread-safe (it answers for the calling thread).
+#[no_mangle]
+pub extern "C" fn spot_release_reason() -> u32 {
+    crate::core_runtime::release_reason()
+}
+
 /// The name of an end reason (`SPOT_END_*`) as a static NUL-terminated string
 /// ("SPOT_END_CANCELLED"); "SPOT_END_UNKNOWN" for a value this version does not know.
 ///

@@ -75,7 +75,8 @@ pub const SPOT_FIRST_DUE_DEFAULT: u64 = u64::MAX;
 /// record), `struct spot_pass`, SPOT_RUN_KEEP and SPOT_RUN_STOP; 2.8
 /// `spot_end_reason_name`, `spot_close_reason_name` and `spot_node_prometheus` (the
 /// schema every binding is checked against); 2.9 `spot_timer_reset` (a timeout reset in
-/// place, keeping the user data).
+/// place, the user data swapped) and `spot_release_reason` (a release hook learns why its
+/// generation ended).
 #[allow(clippy::identity_op)] // spelled (major << 16) | minor, as hosts read it
 pub const SPOT_ABI_VERSION: u32 = (2 << 16) | 9;
 

@@ -928,12 +928,59 @@ static void reset_moves_idle_timers_in_place(void) {
     CHECK_OK(spot_runtime_free(rt));
 }
 
+/* spot_release_reason: inside a release hook, why its generation ended; outside, UINT32_MAX. */
+static uint32_t seen_reasons[8];
+static atomic_int seen_count;
+
+static int32_t reason_release(void *ud, char *msg, size_t len) {
+    (void)msg; (void)len;
+    int i = atomic_fetch_add(&seen_count, 1);
+    if (i < 8) seen_reasons[(uintptr_t)ud] = spot_release_reason();
+    return 0;
+}
+
+static void release_hooks_learn_the_end_reason(void) {
+    CHECK_EQ_U64(spot_release_reason(), UINT32_MAX);
+    uint64_t rt = manual_runtime();
+    uint64_t ep = owner(rt, 1, SPOT_GATE_SERIAL);
+    uint64_t ep2 = owner(rt, 2, SPOT_GATE_SERIAL);
+    struct spot_timer_spec every = spec_every(10 * MS, SPOT_POLICY_SKIP_LATE_TICKS, 1);
+    struct spot_timer_spec once = spec_every(0, SPOT_POLICY_SKIP_LATE_TICKS, 1);
+    once.first_due_ns = 5 * MS;
+    struct spot_timer t[6];
+    uint32_t reason;
+    for (int i = 0; i < 8; i++) seen_reasons[i] = 99;
+    atomic_store(&seen_count, 0);
+    CHECK_OK(spot_timer_register(rt, 1, ep, 1, &every, (void *)1, reason_release, &t[1]));
+    CHECK_OK(spot_timer_cancel(rt, t[1], 0, &reason)); /* 1: cancelled */
+    CHECK_OK(spot_timer_register(rt, 1, ep, 2, &every, (void *)2, reason_release, &t[2]));
+    CHECK_OK(spot_timer_register(rt, 1, ep, 2, &every, (void *)3, reason_release, &t[3])); /* 2: superseded */
+    CHECK_OK(spot_timer_register(rt, 1, ep, 4, &once, (void *)4, reason_release, &t[4]));
+    struct spot_record r[4];
+    CHECK_OK(spot_advance(rt, 5 * MS));
+    CHECK_EQ_U64(xchg(rt, NULL, 0, r, 4), 1);
+    CHECK_OK(spot_record_begin(rt, &r[0]));
+    CHECK_EQ_U64(complete_and_take(rt, &r[0], SPOT_OUTCOME_OK, r + 1, 3), 0); /* 4: completed */
+    CHECK_OK(spot_timer_register(rt, 2, ep2, 5, &every, (void *)5, reason_release, &t[5]));
+    CHECK_OK(spot_owner_revoke(rt, 2, ep2)); /* 5: revoked */
+    CHECK_OK(spot_runtime_close(rt)); /* 3: the runtime closed */
+    CHECK_EQ_U64(seen_reasons[1], SPOT_END_CANCELLED);
+    CHECK_EQ_U64(seen_reasons[2], SPOT_END_SUPERSEDED);
+    CHECK_EQ_U64(seen_reasons[3], SPOT_END_RUNTIME_CLOSED);
+    CHECK_EQ_U64(seen_reasons[4], SPOT_END_COMPLETED);
+    CHECK_EQ_U64(seen_reasons[5], SPOT_END_REVOKED);
+    CHECK_EQ_U64(atomic_load(&seen_count), 5);
+    CHECK_EQ_U64(spot_release_reason(), UINT32_MAX);
+    CHECK_OK(spot_runtime_free(rt));
+}
+
 void run_contract_tests(void) {
     RUN(owner_release_forgets_owners);
     RUN(abi_layout);
     RUN(contract_01_reregister_drops_pending_ticks);
     RUN(rearm_supersedes_in_place_and_keeps_the_result);
     RUN(reset_moves_idle_timers_in_place);
+    RUN(release_hooks_learn_the_end_reason);
     RUN(contract_02_cancel_lets_running_callback_finish);
     RUN(contract_03_concurrent_cancels_see_one_result);
     RUN(contract_04_no_overlap);

@@ -171,7 +171,8 @@ namespace SpotTimer.Interop
         /// record), <c>struct spot_pass</c>, SPOT_RUN_KEEP and SPOT_RUN_STOP; 2.8
         /// <c>spot_end_reason_name</c>, <c>spot_close_reason_name</c> and <c>spot_node_prometheus</c> (the
         /// schema every binding is checked against); 2.9 <c>spot_timer_reset</c> (a timeout reset in
-        /// place, keeping the user data).</summary>
+        /// place, the user data swapped) and <c>spot_release_reason</c> (a release hook learns why its
+        /// generation ended).</summary>
         public const uint ABI_VERSION = ((2 << 16) | 9);
         /// <summary>The outcome cell of a batch record whose outcome the host has not written yet.</summary>
         public const uint BATCH_PENDING = uint.MaxValue;
@@ -1124,6 +1125,14 @@ namespace SpotTimer.Interop
         /// SPOT_E_BAD_STRUCT_SIZE.</para></summary>
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         public static extern int spot_stats(ulong rt, spot_stats* @out);
+
+        /// <summary>Inside a release hook (<c>spot_release_fn</c>): why the generation whose hook runs ended
+        /// (<c>SPOT_END_*</c>), so a host can keep the result with its own handle of the generation —
+        /// its id may go stale once the slot is reused. <c>UINT32_MAX</c> when no release hook runs on
+        /// the calling thread.
+        /// <para>Infallible. Thread-safe (it answers for the calling thread).</para></summary>
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern uint spot_release_reason();
 
         /// <summary>The name of an end reason (<c>SPOT_END_*</c>) as a static NUL-terminated string
         /// ("SPOT_END_CANCELLED"); "SPOT_END_UNKNOWN" for a value this version does not know.

@@ -611,15 +611,16 @@ namespace SpotTimer
         /// for the terminal result: no new handler of this generation starts from now on; a running
         /// one runs to its end. Throws SpotTimeoutException (the cancel goes on), CleanupFailedException
         /// (the terminal result), WouldDeadlockException when called from inside this timer's own
-        /// handler (the cancel still completes when the handler returns; use CancelAsync). After the
-        /// runtime's Dispose it gives the generation's terminal result without calling into the
-        /// freed native runtime: RuntimeClosed for a generation the close ended, the recorded result
-        /// for one that ended before (StaleTimerException when none was kept: the library had
-        /// reused its slot, or more than 1024 other ends nobody read followed it).</summary>
+        /// handler (the cancel still completes when the handler returns; use CancelAsync). Once the
+        /// generation has ended it gives its terminal result from this Timer's own state, without a
+        /// call into the library: the result stays as long as the Timer lives — after any number
+        /// of later registrations (its slot may be reused), and after the runtime's Dispose
+        /// (RuntimeClosed for a generation the close ended).</summary>
         public CancelResult Cancel(TimeSpan timeout)
         {
             long ns = Durations.TimeoutNs(timeout, "timeout");
             State.SignalEnd();
+            if (State.Finished) return RuntimeCore.FromState(State);
             if (Rt.IsDisposed) return Rt.Core.CancelClosed(this, ns);
             return Rt.Core.CancelBlocking(this, ns);
         }

@@ -46,14 +46,10 @@ namespace SpotTimer
                 }
                 finally
                 {
-                    // While the runtime is disposed its close ends every live generation:
-                    // RuntimeClosed, unless a result is known already (a result the library
-                    // reports to a cancel replaces it). An end before the dispose: its
-                    // recorded result is read before the free (RuntimeCore.ResolveEnded).
-                    if (st.Core.Disposed)
-                        Interlocked.CompareExchange(ref st.Terminal, (int)EndReason.RuntimeClosed, TimerState.TerminalUnknown);
-                    else
-                        st.Core.NoteEnded(st);
+                    // The generation's result stays with its state (and every Timer of it) for
+                    // as long as they live, whatever becomes of its slot in the library.
+                    uint why = Native.spot_release_reason();
+                    if (why <= (uint)EndReason.RuntimeClosed) st.Confirm(why);
                     st.Finished = true;
                     // A handler token is cancelled (from the thread pool), a TickStream stops.
                     st.Core.NoteReleased(st);

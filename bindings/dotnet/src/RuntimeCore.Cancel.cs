@@ -14,18 +14,14 @@ namespace SpotTimer
 
         internal void StartCancel(Timer t)
         {
+            if (t.State.Finished) return;
             uint reason;
             if (NativeCancel(t, 0, &reason) == 0) t.State.Confirm(reason);
         }
 
-        /// <summary>spot_timer_cancel, marking the thread as the one that reads the result (see
-        /// <see cref="NoteEnded"/>).</summary>
         int NativeCancel(Timer t, long timeoutNs, uint* reason)
         {
-            var prev = t_cancelling;
-            t_cancelling = t.State;
-            try { return Native.spot_timer_cancel(Raw, t.Id, timeoutNs, reason); }
-            finally { t_cancelling = prev; }
+            return Native.spot_timer_cancel(Raw, t.Id, timeoutNs, reason);
         }
 
         /// <summary>The result of a native cancel. A runtime disposed meanwhile (invalid or closed
@@ -81,22 +77,22 @@ namespace SpotTimer
         // ------------------------------------------------------------------ after Dispose
 
         /// <summary>Whether the terminal result of <paramref name="st"/> is final without the native
-        /// runtime: its release hook ran, and its result is known (or the close is done, after which
-        /// nothing more can be learnt).</summary>
-        bool TerminalKnown(TimerState st)
+        /// runtime: its release hook ran (and recorded why the generation ended).</summary>
+        static bool TerminalKnown(TimerState st)
         {
-            return st.Finished && (st.CleanupError != null
-                || Volatile.Read(ref st.Terminal) != TimerState.TerminalUnknown || CloseDone);
+            return st.Finished;
         }
 
-        static CancelResult FromState(TimerState st)
+        /// <summary>The terminal result of a generation whose release hook ran: the same for
+        /// every caller, as long as its Timer lives.</summary>
+        internal static CancelResult FromState(TimerState st)
         {
             string err = st.CleanupError;
             if (err != null) throw new CleanupFailedException(err);
             int r = Volatile.Read(ref st.Terminal);
             if (r >= 0) return new CancelResult((EndReason)r);
             throw new StaleTimerException(SpotStatus.StaleTimer,
-                "the runtime was disposed and held no record of this generation any more");
+                "the library reported no end reason for this generation");
         }
 
         /// <summary>A blocking cancel once the runtime is disposed: the generation's terminal result
@@ -158,20 +154,16 @@ namespace SpotTimer
                 if (st.CancelTask != null) return st.CancelTask;
                 var tcs = new TaskCompletionSource<CancelResult>(TaskCreationOptions.RunContinuationsAsynchronously);
                 st.CancelTask = tcs.Task;
-                if (Disposed)
+                if (Disposed || st.Finished)
                 {
-                    // Never into the freed native runtime: the result the close left.
+                    // Ended (or never into the freed native runtime): the result its state keeps.
                     CompleteFromClosed(tcs, st);
                     return tcs.Task;
                 }
                 ulong tag = (ulong)Interlocked.Increment(ref s_nextTag);
                 _cancelWaiters[tag] = new KeyValuePair { Tcs = tcs, State = st };
                 uint done, reason;
-                int s;
-                var prev = t_cancelling;
-                t_cancelling = st; // a result at once is read here
-                try { s = Native.spot_timer_cancel_async(Raw, t.Id, tag, &done, &reason); }
-                finally { t_cancelling = prev; }
+                int s = Native.spot_timer_cancel_async(Raw, t.Id, tag, &done, &reason);
                 if (s != 0 || done != 0)
                 {
                     KeyValuePair ignored;

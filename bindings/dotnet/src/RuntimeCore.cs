@@ -195,72 +195,13 @@ namespace SpotTimer
 
         // ------------------------------------------------------------------ close and free
 
-        // The most recent generations that ended before the dispose with a result nobody read
-        // (not ended by a cancel of this binding, which reads it): after the close, before the
-        // free, their recorded results are read, so that a Timer can still give its result once
-        // the native runtime is gone (the generations the close ends are RuntimeClosed). A ring:
-        // no call and no allocation per end; an older unread end has no result left after the
-        // dispose (StaleTimerException, as for a reused slot in the library).
-        internal const int EndedRing = 1024;
-        TimerState[] _endedRing;
-        long _endedNext;
-        volatile bool _endedRead;
-        volatile bool _closeDone;
-
-        /// <summary>The cancel running on this thread: the release hook of its own generation
-        /// leaves the result to it (the cancel reports the result, <see cref="TimerState.Confirm"/>).</summary>
-        [ThreadStatic] internal static TimerState t_cancelling;
-
-        /// <summary>The native runtime was closed and freed (every generation has ended and the
-        /// results nobody had read were read).</summary>
-        internal bool CloseDone { get { return _closeDone; } }
-
-        /// <summary>Called by the release hook of a generation that ended before the dispose:
-        /// remembers it unless a cancel on this thread reads its result.</summary>
-        internal void NoteEnded(TimerState st)
-        {
-            if (_endedRead || ReferenceEquals(t_cancelling, st)) return;
-            var ring = _endedRing;
-            if (ring == null)
-            {
-                Interlocked.CompareExchange(ref _endedRing, new TimerState[EndedRing], null);
-                ring = _endedRing;
-                if (ring == null) return; // read meanwhile
-            }
-            long i = Interlocked.Increment(ref _endedNext) - 1;
-            Volatile.Write(ref ring[i & (EndedRing - 1)], st);
-        }
-
-        /// <summary>After the close, before the free: reads the recorded terminal result of the
-        /// remembered generations (spot_timer_cancel with timeout 0: an ended generation gives
-        /// its recorded result and nothing else happens).</summary>
-        internal void ResolveEnded(ulong rt)
-        {
-            _endedRead = true;
-            var ring = Interlocked.Exchange(ref _endedRing, null);
-            if (ring == null) return;
-            for (int i = 0; i < ring.Length; i++)
-            {
-                var st = Volatile.Read(ref ring[i]);
-                if (st == null || st.CleanupError != null || !st.Finished) continue;
-                uint reason;
-                int s = Native.spot_timer_cancel(rt, st.Handle, 0, &reason);
-                if (s == 0) st.Confirm(reason);
-                else if (s == (int)SpotStatus.StaleTimer)
-                    Interlocked.CompareExchange(ref st.Terminal, TimerState.TerminalStale, TimerState.TerminalUnknown);
-            }
-        }
-
         /// <summary>The native end of a dispose (no batch in progress): close (every live
-        /// generation ends with RuntimeClosed, its release hook runs here), read the recorded
-        /// results, free the handle.</summary>
+        /// generation ends with RuntimeClosed, its release hook runs here, which records that
+        /// result in its state), then free the handle.</summary>
         internal int CloseAndFree(ulong rt)
         {
             Native.spot_runtime_close(rt);
-            ResolveEnded(rt);
-            int s = Native.spot_runtime_free(rt);
-            _closeDone = true;
-            return s;
+            return Native.spot_runtime_free(rt);
         }
 
         // ------------------------------------------------------------------ registration

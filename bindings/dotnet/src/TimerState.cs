@@ -91,16 +91,15 @@ namespace SpotTimer
         public ulong OwnerId, Key;
         public Task<CancelResult> CancelTask;
 
-        public const int TerminalUnknown = -1, TerminalStale = -2;
+        public const int TerminalUnknown = -1;
 
         /// <summary>The generation's terminal result as far as the binding knows it: an
-        /// <see cref="EndReason"/> value, <see cref="TerminalUnknown"/>, or <see cref="TerminalStale"/>
-        /// (the library had no record of it left when the runtime was disposed). Cancel/CancelAsync
-        /// answer from it once the runtime is disposed, never calling into the freed native
-        /// runtime. Set from every result the library reports (<see cref="Confirm"/>: cancels,
-        /// cancel notices, and <see cref="RuntimeCore.ResolveEnded"/>, which reads the recorded
-        /// results of recent earlier ends before the free) and, for a generation the dispose's
-        /// close ends, by its release hook (RuntimeClosed, unless known already).</summary>
+        /// <see cref="EndReason"/> value or <see cref="TerminalUnknown"/>. Set from every result
+        /// the library reports (<see cref="Confirm"/>: cancels, cancel notices) and by the
+        /// release hook, which asks the library why the generation ended
+        /// (spot_release_reason). Once the hook ran, Cancel/CancelAsync answer from it without
+        /// calling into the library: a Timer keeps its result as long as it lives, also after
+        /// its slot was reused and after the runtime was freed.</summary>
         public int Terminal = TerminalUnknown;
 
         /// <summary>The release hook ran to its end: <see cref="CleanupError"/> is final.</summary>

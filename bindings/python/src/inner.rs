@@ -157,7 +157,7 @@ impl Inner {
         // dropped at the next attached call.
         let release = {
             let (releases, ended) = (releases.clone(), ended.clone());
-            move |pid: &u64| {
+            move |pid: &u64, _why| {
                 let r = match releases.end_carrier(*pid) {
                     Some(cb) => run_release(cb),
                     None => Ok(()),

@@ -215,7 +215,9 @@ impl<P> Shared<P> {
         {
             // SAFETY: this thread holds the generation's ENDING; its payload is live.
             let payload = unsafe { self.slots.payload(index) };
-            if let Some(msg) = run_release(|| release(payload)) {
+            // An ENDING word carries its end reason; a release failure is decided below.
+            let why = EndReason::from_code(reason).unwrap_or(EndReason::Cancelled);
+            if let Some(msg) = run_release(|| release(payload, why)) {
                 self.record_cleanup_failure(index, generation, msg);
                 code = word::REASON_CLEANUP_FAILED;
                 work.tally.add(C::cleanup_failures, 1);

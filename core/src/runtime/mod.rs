@@ -96,7 +96,8 @@ pub struct RuntimeConfig<P> {
     /// ticks. Zero is treated as 1 ns.
     pub resolution: Duration,
     /// Runs for every generation's payload when the generation ends (before the payload
-    /// is dropped), on the thread that ends it; its failure becomes the terminal result.
+    /// is dropped), on the thread that ends it, with the reason it ended; its failure
+    /// becomes the terminal result.
     pub release: Option<PayloadRelease<P>>,
     /// Which payloads `release` has work for, asked once at registration (`None`: all).
     /// A generation whose payload it rejects ends without calling `release`, and an idle

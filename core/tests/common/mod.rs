@@ -31,7 +31,7 @@ pub fn counting_runtime(clock: ClockKind) -> (Runtime<u64>, Releases) {
     let seen = released.clone();
     let rt = Runtime::<u64>::new(RuntimeConfig {
         clock,
-        release: Some(Box::new(move |p: &u64| {
+        release: Some(Box::new(move |p: &u64, _why| {
             *seen.lock().unwrap().entry(*p).or_insert(0) += 1;
             Ok(())
         })),
