@@ -345,9 +345,12 @@ namespace SpotTimer.Tests
                 a.SendOrCreate(S, B("x"));
                 Assert.AreEqual(1, MessagesFor(RunReady(a), S));
                 a.Advance(TimeSpan.FromMilliseconds(100));
-                Assert.Throws<StaleRouteException>(() => a.Send(S, B("late")));
+                // Refused as a stale route, or — once the node's lease keeper has given the Spot
+                // up, which it does on its own thread at any moment after the advance — not found.
+                var e = Assert.Catch<SpotTimerException>(() => a.Send(S, B("late")));
+                Assert.IsTrue(e is StaleRouteException || e is SpotNotFoundException, e.ToString());
                 CollectionAssert.IsEmpty(RunReady(a), "nothing ran");
-                Assert.AreEqual(1, a.GetStats().StaleRoutes);
+                Assert.AreEqual(e is StaleRouteException ? 1 : 0, a.GetStats().StaleRoutes);
             }
         }
 
