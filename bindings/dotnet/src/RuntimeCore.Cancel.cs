@@ -76,15 +76,8 @@ namespace SpotTimer
 
         // ------------------------------------------------------------------ after Dispose
 
-        /// <summary>Whether the terminal result of <paramref name="st"/> is final without the native
-        /// runtime: its release hook ran (and recorded why the generation ended).</summary>
-        static bool TerminalKnown(TimerState st)
-        {
-            return st.Finished;
-        }
-
-        /// <summary>The terminal result of a generation whose release hook ran: the same for
-        /// every caller, as long as its Timer lives.</summary>
+        /// <summary>The terminal result of a generation whose release hook ran (<see cref="TimerState.Finished"/>:
+        /// it recorded why the generation ended): the same for every caller, as long as its Timer lives.</summary>
         internal static CancelResult FromState(TimerState st)
         {
             string err = st.CleanupError;
@@ -103,7 +96,7 @@ namespace SpotTimer
         internal CancelResult CancelClosed(Timer t, long timeoutNs)
         {
             var st = t.State;
-            if (!TerminalKnown(st))
+            if (!st.Finished)
             {
                 if (t.IsCurrentHandler() || t_dispatching == this)
                     throw new WouldDeadlockException(SpotStatus.WouldDeadlock,
@@ -117,7 +110,7 @@ namespace SpotTimer
         {
             var sw = System.Diagnostics.Stopwatch.StartNew();
             var spin = new SpinWait();
-            while (!TerminalKnown(st))
+            while (!st.Finished)
             {
                 if (timeoutNs >= 0 && sw.Elapsed.Ticks * 100 >= timeoutNs)
                     throw new SpotTimeoutException(SpotStatus.Timeout,
@@ -137,7 +130,7 @@ namespace SpotTimer
                 try { tcs.TrySetResult(FromState(st)); }
                 catch (Exception e) { tcs.TrySetException(e); }
             };
-            if (TerminalKnown(st)) { complete(); return; }
+            if (st.Finished) { complete(); return; }
             ThreadPool.QueueUserWorkItem(_ =>
             {
                 try { WaitTerminal(st, -1); }
