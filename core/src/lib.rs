@@ -84,8 +84,9 @@ pub use owner::gate::GateMode;
 pub use owner::OwnerId;
 pub use policy::OverrunPolicy;
 pub use runtime::{
-    Batch, BatchHandler, CancelTicket, Cancelled, Completer, DeliverySession, Owner, OwnerOptions,
-    Reset, Runtime, RuntimeConfig, Sink, Swap, TimerHandle, BATCH_KEPT, BATCH_PENDING,
+    Batch, BatchHandler, CancelTicket, Cancelled, Completer, DeliverySession, HeldTimer, Owner,
+    OwnerOptions, Reset, Runtime, RuntimeConfig, Sink, Swap, TimerHandle, BATCH_KEPT,
+    BATCH_PENDING,
 };
 pub use slot::MAX_TIMERS;
 pub use spec::{TimerId, TimerKey, TimerSpec, TimerStats};

@@ -104,16 +104,31 @@ fn stale_and_unknown_timer_handles_are_reported() {
         Some(Ok(EndReason::Cancelled))
     );
     assert_eq!(t.cancel(Some(ms(100))), Ok(EndReason::Cancelled));
-    // Slots rest before reuse; churn enough registrations and this one is reused.
-    for k in 0..5000 {
-        o.register(100 + k, TimerSpec::every(ms(10)), 0, None)
-            .unwrap()
-            .cancel(None)
-            .unwrap();
-    }
+    let churn = || {
+        for k in 0..5000 {
+            o.register(100 + k, TimerSpec::every(ms(10)), 0, None)
+                .unwrap()
+                .cancel(None)
+                .unwrap();
+        }
+    };
+    // The registration's handle holds the slot: its result stays, by id too.
+    churn();
+    assert_eq!(t.cancel(Some(ms(100))), Ok(EndReason::Cancelled));
+    assert_eq!(
+        h.rt.timer(id).unwrap().result(),
+        Some(Ok(EndReason::Cancelled))
+    );
+    // Once the handle is gone, slots rest before reuse; churn enough registrations and
+    // this one is reused.
+    drop(t);
+    churn();
     assert_eq!(h.rt.timer(id).unwrap_err(), Error::StaleHandle);
-    assert_eq!(t.cancel(Some(ms(100))), Err(Error::StaleHandle));
-    assert_eq!(t.result(), Some(Err(Error::StaleHandle)));
+    assert_eq!(h.rt.timer_result(id), Some(Err(Error::StaleHandle)));
+    assert_eq!(
+        h.rt.cancel_timer(id, Some(ms(100))),
+        Err(Error::StaleHandle)
+    );
 
     // A handle of another runtime never matches this one.
     let other = Host::new();

@@ -117,8 +117,9 @@ impl NativeOwner {
         if let Some(r) = on_release {
             inner.releases.insert(pid, r.clone().unbind());
         }
-        match self.owner.register_id(key, spec, pid, None) {
-            Ok(id) => {
+        match self.owner.register_held(key, spec, pid, None) {
+            Ok(held) => {
+                let id = held.into_id();
                 let timer = NativeTimer::new(
                     inner.clone(),
                     id,

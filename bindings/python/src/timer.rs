@@ -39,6 +39,19 @@ pub struct NativeTimer {
     pub owner_id: u64,
     /// The payload the core carries for it: its handler's entry in the runtime's objects.
     pub pid: u64,
+    /// It holds its generation's slot (`HeldTimer::into_id`), so its result stays readable
+    /// while it lives; given back when it goes.
+    pub held: bool,
+}
+
+impl Drop for NativeTimer {
+    fn drop(&mut self) {
+        if self.held {
+            // SAFETY: this object took the hold of its generation when it was made (`held`)
+            // and is the one place that gives it back, once.
+            unsafe { self.inner.rt.release_hold_of(self.id()) };
+        }
+    }
 }
 
 /// How a timer reports its key.
@@ -61,6 +74,7 @@ impl NativeTimer {
         pid: u64,
         on_release: bool,
     ) -> Self {
+        // (Every registration holds its generation: see `held`.)
         let (key_obj, key_mapped) = match kind {
             KeyKind::Id => (None, false),
             KeyKind::Value(k) => (Some(k), false),
@@ -76,6 +90,7 @@ impl NativeTimer {
             owner_id,
             pid,
             on_release,
+            held: true,
         }
     }
 
@@ -323,8 +338,8 @@ impl NativeTimer {
         // another thread). The objects need no such care: only an attached thread frees
         // them, and this one holds the interpreter until the count is right.
         let has_release = inner.releases.add_carrier(self.pid);
-        let reset = inner.rt.reset_timer(self.id(), delay, self.pid);
-        match reset {
+        let reset = inner.rt.reset_timer_held(self.id(), delay, self.pid);
+        match reset.as_ref().map(|(r, _)| r) {
             Ok(Reset::Registered(_)) => {
                 let carried = inner.objects.with(py, |o| o.add_carrier(self.pid));
                 debug_assert!(carried, "a live generation keeps its objects");
@@ -340,7 +355,7 @@ impl NativeTimer {
             }
             _ => {}
         }
-        let id = reset.map_err(|e| to_py(py, e))?.id();
+        let id = reset.map_err(|e| to_py(py, e))?.1.into_id();
         let timer = NativeTimer {
             inner: inner.clone(),
             slot: id.slot(),
@@ -351,6 +366,7 @@ impl NativeTimer {
             owner_id: self.owner_id,
             pid: self.pid,
             on_release: self.on_release,
+            held: true,
         };
         let obj = Bound::new(py, timer)?;
         // SAFETY: see `NativeOwner::register` (a timer is never traced).

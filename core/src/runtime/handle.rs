@@ -30,10 +30,15 @@ pub enum Cancelled {
 
 /// The host's handle to one generation: the runtime and the generation's id, nothing
 /// else. Cloning is cheap; every clone cancels the same generation and sees the same
-/// terminal result. Dropping a handle does not cancel its timer.
+/// terminal result. Dropping a handle does not cancel its timer. A handle from
+/// [`crate::Owner::register`] and its clones keep the generation's result readable as
+/// long as one of them lives (they hold its slot: see [`crate::HeldTimer`]); a handle
+/// made from an id ([`crate::Runtime::timer`]) reads it while the slot still holds it.
 pub struct TimerHandle<P: Send + Sync + 'static> {
     rt: Arc<Shared<P>>,
     id: TimerId,
+    /// It holds the slot (and gives the hold back when dropped).
+    held: bool,
 }
 
 impl<P: Send + Sync + 'static> Clone for TimerHandle<P> {
@@ -41,6 +46,17 @@ impl<P: Send + Sync + 'static> Clone for TimerHandle<P> {
         Self {
             rt: self.rt.clone(),
             id: self.id,
+            // A clone of a holding handle holds too, while the slot keeps count of more
+            // (past that, the original's hold serves both while it lives).
+            held: self.held && self.rt.slots.hold_for_clone(self.id.slot()),
+        }
+    }
+}
+
+impl<P: Send + Sync + 'static> Drop for TimerHandle<P> {
+    fn drop(&mut self) {
+        if self.held {
+            self.rt.unhold(self.id.slot());
         }
     }
 }
@@ -162,8 +178,18 @@ impl<P: Send + Sync + 'static> Shared<P> {
 }
 
 impl<P: Send + Sync + 'static> TimerHandle<P> {
+    /// A handle that reads `id`'s result while its slot still holds it.
     pub(crate) fn new(rt: Arc<Shared<P>>, id: TimerId) -> Self {
-        Self { rt, id }
+        Self {
+            rt,
+            id,
+            held: false,
+        }
+    }
+
+    /// A handle given the hold the registration of `id` took for it.
+    pub(crate) fn holding(rt: Arc<Shared<P>>, id: TimerId) -> Self {
+        Self { rt, id, held: true }
     }
 
     /// The generation's id.

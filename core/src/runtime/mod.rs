@@ -39,6 +39,7 @@ mod end;
 mod exchange;
 mod handle;
 mod handover;
+mod hold;
 mod owner_api;
 mod pretouch;
 mod ready;
@@ -70,6 +71,7 @@ use crate::stats::{Counters, Stats};
 use crate::tick::{Completion, Record, TickRecord};
 
 pub use handle::{CancelTicket, Cancelled, TimerHandle};
+pub use hold::HeldTimer;
 pub use owner_api::{Owner, OwnerOptions};
 pub use rearm::{Reset, Swap};
 pub use session::{Batch, Completer, DeliverySession, BATCH_KEPT, BATCH_PENDING};
@@ -297,7 +299,7 @@ impl<P: Clone + Send + Sync + 'static> Runtime<P> {
     ) -> Result<TimerId> {
         let index = authority_by_epoch(&self.shared, owner_id, epoch)?;
         self.shared
-            .register(index, epoch, key, &spec, payload, release)
+            .register(index, epoch, key, &spec, payload, release, false)
     }
 
     /// [`Owner::rearm`] under the authority (`owner_id`, `epoch`) a host kept (the C
@@ -331,7 +333,43 @@ impl<P: Clone + Send + Sync + 'static> Runtime<P> {
     /// the owner's lease and authority are checked as a registration checks them.
     pub fn reset_timer(&self, id: TimerId, delay: Duration, payload: P) -> Result<Reset> {
         self.shared
-            .reset(id, crate::clock::duration_to_nanos(delay), payload)
+            .reset(id, crate::clock::duration_to_nanos(delay), payload, false)
+    }
+
+    /// [`Runtime::reset_timer`] for a host that keeps its handles by id
+    /// ([`Owner::register_held`]): the new generation comes with its hold, either way.
+    pub fn reset_timer_held(
+        &self,
+        id: TimerId,
+        delay: Duration,
+        payload: P,
+    ) -> Result<(Reset, HeldTimer)> {
+        let reset = self
+            .shared
+            .reset(id, crate::clock::duration_to_nanos(delay), payload, true)?;
+        Ok((reset, HeldTimer::new(&self.shared, reset.id())))
+    }
+
+    /// Gives back a hold ([`Owner::register_held`]): once the generation has ended and
+    /// its last hold is gone, its slot may serve another generation and its result is no
+    /// longer known. A hold of another runtime is refused (`Error::StaleHandle`), and
+    /// nothing changes.
+    pub fn release_hold(&self, held: HeldTimer) -> Result<()> {
+        if held.runtime.get() != self.shared.id {
+            return Err(Error::StaleHandle);
+        }
+        self.shared.unhold(held.id.slot());
+        Ok(())
+    }
+
+    /// [`Runtime::release_hold`] of a hold kept as a bare id ([`HeldTimer::into_id`]).
+    ///
+    /// # Safety
+    /// `id` came from [`HeldTimer::into_id`] of a hold of this runtime, and this gives
+    /// that hold back once: a hold given back twice could return a slot to the free ones
+    /// while a generation lives in it.
+    pub unsafe fn release_hold_of(&self, id: TimerId) {
+        self.shared.unhold(id.slot());
     }
 
     /// [`Runtime::reset_timer`] in place only, the new generation carrying `payload`:

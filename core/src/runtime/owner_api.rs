@@ -13,6 +13,7 @@ use crate::error::{Error, Result};
 use crate::owner::gate::{self, GateMode};
 use crate::owner::{epoch_index, lease_deadline, OwnerId, EXPIRED, NO_DEADLINE};
 use crate::runtime::handle::TimerHandle;
+use crate::runtime::hold::HeldTimer;
 use crate::runtime::shared::{with_work, Shared};
 use crate::spec::{TimerId, TimerKey, TimerSpec};
 
@@ -240,7 +241,8 @@ impl<P: Clone + Send + Sync + 'static> Owner<P> {
     /// superseded: its generation ends (`EndReason::Superseded`) and none of its pending
     /// ticks run (T1); if its callback is running, the new generation's first callback
     /// waits for it to end (T3). `payload` is handed back (cloned) in every record;
-    /// `release` runs once when the generation ends, on the thread that ends it.
+    /// `release` runs once when the generation ends, on the thread that ends it. The
+    /// handle and its clones keep the generation's result readable as long as one lives.
     pub fn register(
         &self,
         key: TimerKey,
@@ -250,8 +252,24 @@ impl<P: Clone + Send + Sync + 'static> Owner<P> {
     ) -> Result<TimerHandle<P>> {
         let id = self
             .rt
-            .register(self.index(), self.epoch, key, &spec, payload, release)?;
-        Ok(TimerHandle::new(self.rt.clone(), id))
+            .register(self.index(), self.epoch, key, &spec, payload, release, true)?;
+        Ok(TimerHandle::holding(self.rt.clone(), id))
+    }
+
+    /// [`Owner::register`] for a host that keeps its handles by id: the generation's
+    /// result stays readable by id ([`crate::Runtime::timer_result`]) until the host gives
+    /// the hold back ([`crate::Runtime::release_hold`]).
+    pub fn register_held(
+        &self,
+        key: TimerKey,
+        spec: TimerSpec,
+        payload: P,
+        release: Option<ReleaseHook>,
+    ) -> Result<HeldTimer> {
+        let id = self
+            .rt
+            .register(self.index(), self.epoch, key, &spec, payload, release, true)?;
+        Ok(HeldTimer::new(&self.rt, id))
     }
 
     /// [`Owner::register`], returning the generation's id instead of a handle: nothing is
@@ -264,8 +282,15 @@ impl<P: Clone + Send + Sync + 'static> Owner<P> {
         payload: P,
         release: Option<ReleaseHook>,
     ) -> Result<TimerId> {
-        self.rt
-            .register(self.index(), self.epoch, key, &spec, payload, release)
+        self.rt.register(
+            self.index(),
+            self.epoch,
+            key,
+            &spec,
+            payload,
+            release,
+            false,
+        )
     }
 
     /// [`Owner::register_id`], naming `previous`: the id of the key's current generation

@@ -121,13 +121,13 @@ impl<P: Send + Sync + 'static> Shared<P> {
         hook: Option<ReleaseHook>,
     ) -> Result<TimerId> {
         if hook.is_some() {
-            return self.register(owner_index, epoch, key, spec, payload, hook);
+            return self.register(owner_index, epoch, key, spec, payload, hook, false);
         }
         let successor = Successor::Registration(spec, payload);
-        match self.take_in_place(owner_index, epoch, previous, key, successor) {
+        match self.take_in_place(owner_index, epoch, previous, key, successor, false) {
             InPlace::Done(r) => r,
             InPlace::Elsewhere(Successor::Registration(_, payload)) => {
-                self.register(owner_index, epoch, key, spec, payload, None)
+                self.register(owner_index, epoch, key, spec, payload, None, false)
             }
             InPlace::Swapped(..) | InPlace::Elsewhere(_) => {
                 unreachable!("a registration came back as another successor")
@@ -139,7 +139,14 @@ impl<P: Send + Sync + 'static> Shared<P> {
     /// key, with the same period and policy, its first tick due `delay` from now: in place
     /// keeping the payload when `previous` is idle and nobody waits for its end, else as a
     /// registration of `payload` that supersedes it. `StaleHandle` once `previous` ended.
-    pub(crate) fn reset(&self, previous: TimerId, delay: Nanos, payload: P) -> Result<Reset> {
+    /// With `hold`, the new generation's slot is held for the caller, either way.
+    pub(crate) fn reset(
+        &self,
+        previous: TimerId,
+        delay: Nanos,
+        payload: P,
+        hold: bool,
+    ) -> Result<Reset> {
         let live = self.live_generation(previous)?;
         match self.take_in_place(
             live.owner_index,
@@ -147,12 +154,14 @@ impl<P: Send + Sync + 'static> Shared<P> {
             previous,
             live.key,
             Successor::Reset(delay),
+            hold,
         ) {
             InPlace::Done(r) => r.map(Reset::InPlace),
             InPlace::Swapped(..) => unreachable!("a reset keeps its payload"),
             InPlace::Elsewhere(_) => {
                 let spec = TimerSpec::of_schedule(&live.schedule, delay);
-                self.register(live.owner_index, live.epoch, live.key, &spec, payload, None)
+                let (index, epoch, key) = (live.owner_index, live.epoch, live.key);
+                self.register(index, epoch, key, &spec, payload, None, hold)
                     .map(Reset::Registered)
             }
         }
@@ -168,7 +177,14 @@ impl<P: Send + Sync + 'static> Shared<P> {
     ) -> Result<Swap<P>> {
         let live = self.live_generation(previous)?;
         let successor = Successor::ResetWith(delay, payload);
-        match self.take_in_place(live.owner_index, live.epoch, previous, live.key, successor) {
+        match self.take_in_place(
+            live.owner_index,
+            live.epoch,
+            previous,
+            live.key,
+            successor,
+            false,
+        ) {
             InPlace::Swapped(id, previous) => Ok(Swap::Moved { id, previous }),
             InPlace::Done(Err(e)) => Err(e),
             InPlace::Done(Ok(_)) => unreachable!("a swapping reset hands the old payload back"),
@@ -239,6 +255,7 @@ impl<P: Send + Sync + 'static> Shared<P> {
         previous: TimerId,
         key: TimerKey,
         successor: Successor<'s, P>,
+        hold: bool,
     ) -> InPlace<Successor<'s, P>, P> {
         let (Some(slot), Some(generation)) = (
             self.slots.get(previous.slot()),
@@ -250,6 +267,7 @@ impl<P: Send + Sync + 'static> Shared<P> {
         let keeps_payload = matches!(successor, Successor::Reset(_) | Successor::ResetWith(..));
         if self.is_closed()
             || !self.may_take_in_place(slot, owner_index, key, previous, keeps_payload)
+            || (hold && !self.slots.may_hold_in_place(previous.slot()))
         {
             return InPlace::Elsewhere(successor);
         }
@@ -291,7 +309,11 @@ impl<P: Send + Sync + 'static> Shared<P> {
                 return InPlace::Elsewhere(successor);
             };
             // The slot is ours until the swap below (ENDING): nothing reads its schedule
-            // or payload.
+            // or payload, and no end can release it, so it takes the new generation's hold.
+            if hold {
+                let held = self.slots.hold(index);
+                debug_assert!(held, "`may_hold_in_place` leaves room for one more hold");
+            }
             self.account_superseded_in_place(here.thread, slot);
             slot.mode.store(schedule.mode, Relaxed);
             slot.base.store(schedule.base, Relaxed);

@@ -23,7 +23,10 @@ impl<P: Send + Sync + 'static> Shared<P> {
     /// existing generation of the key is superseded (T1); if its callback is running, the
     /// new one waits for it (T3). What few registrations need (a hook, a cold entry left
     /// by the slot's last generation, a superseded generation to finish, a timer due at
-    /// once) is out of line, so the common path stays short.
+    /// once) is out of line, so the common path stays short. With `hold`, the slot is
+    /// held for the caller (see `slot`): the generation's result stays readable until the
+    /// caller gives the hold back.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn register(
         &self,
         owner_index: u32,
@@ -32,6 +35,7 @@ impl<P: Send + Sync + 'static> Shared<P> {
         spec: &TimerSpec,
         payload: P,
         hook: Option<ReleaseHook>,
+        hold: bool,
     ) -> Result<TimerId> {
         if self.is_closed() {
             return Err(Error::Closed);
@@ -112,6 +116,12 @@ impl<P: Send + Sync + 'static> Shared<P> {
             book.add_live();
             if book.holds_inline(index) {
                 slot.owner.fetch_or(KEY_INLINE, Relaxed);
+            }
+            if hold {
+                // Before the publication, past the last way back (`abandon_registration`):
+                // no end can reach the slot before its hold is counted.
+                let held = self.slots.hold(index);
+                debug_assert!(held, "a fresh slot takes a hold");
             }
             let w = word::fresh(generation, wait_for.is_some());
             slot.word.store(w, Release);

@@ -14,7 +14,14 @@
 //! long as possible.
 //!
 //! Beside the slots, one byte per slot says whether it is *taken* — handed out by
-//! `allocate` and not yet returned by `release`. A deadline-queue entry can only be
+//! `allocate` and not yet returned by `release` — and how many *holds* it has: a host
+//! handle that must keep reading its generation's result holds the slot, and a slot
+//! whose generation ended goes back to the free slots only when the last hold is gone
+//! (`release` and `unhold`: whichever comes second gives it back). A hold is taken only
+//! where no end can release the slot meanwhile — by the registering thread before it
+//! publishes the generation, by the thread that claimed the generation a reset replaces,
+//! or by a holder for another — so a release that finds no hold can
+//! clear the byte with a plain store. A deadline-queue entry can only be
 //! current while its slot is taken, so compaction drops the entries of returned slots
 //! without reading their slot lines (a cancelled timer's entry costs one byte of a dense
 //! array, not a cache miss on a 64-byte line). Ground rules: only the thread that took a
@@ -30,7 +37,7 @@ pub(crate) mod word;
 use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
 use std::sync::atomic::AtomicU32 as StdAtomicU32;
-use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::Ordering::{AcqRel, Relaxed};
 
 use crate::chunked::{ChunkedArray, Zeroable};
 use crate::error::Result;
@@ -62,6 +69,16 @@ pub(crate) const HAS_RELEASE: u32 = 1 << 27;
 /// its key was one of the owner's inline keys when it was registered: an idle end may
 /// leave the key table alone (a kept end, see `runtime::end`).
 pub(crate) const KEY_INLINE: u32 = 1 << 28;
+
+/// The taken mark's bit (see the module documentation) ...
+const TAKEN: u8 = 1;
+/// ... and its unit of holds, in the bits above it.
+const HOLD: u8 = 2;
+/// The most holds a slot keeps count of ...
+const MOST_HOLDS: u8 = u8::MAX / HOLD;
+/// ... and the most it takes for clones of handles (the rest is for resets in place).
+const MOST_CLONE_HOLDS: u8 = 64;
+const _: () = assert!(MOST_CLONE_HOLDS < MOST_HOLDS - 1);
 
 const FAILURE_BITS: u32 = 24;
 /// The most failures the failure array counts for one generation.
@@ -138,7 +155,8 @@ pub(crate) struct SlotTable<P> {
     /// failure (so its pages are touched only by timers that fail); a count that no
     /// longer fits stays at `FAILURES_SATURATED` and the rest lives in the cold table.
     failures: ChunkedArray<std::sync::atomic::AtomicU64>,
-    /// 1 while a slot is taken (see the module documentation), else 0.
+    /// `TAKEN` while a slot is taken, plus `HOLD` per hold (see the module
+    /// documentation).
     taken: ChunkedArray<std::sync::atomic::AtomicU8>,
     free: FreeSlots,
     /// The highest `end` passed to an `allocate` caller's `ahead`.
@@ -222,7 +240,7 @@ impl<P> SlotTable<P> {
                 }
             }
         })?;
-        self.taken_mark(taken.index).store(1, Relaxed);
+        self.taken_mark(taken.index).store(TAKEN, Relaxed);
         // A later registration on this thread writes that slot's line: fetch it now, so
         // the miss overlaps the registrations before it instead of stalling that one.
         if let Some(later) = taken.ahead.and_then(|n| self.get(n)) {
@@ -231,10 +249,68 @@ impl<P> SlotTable<P> {
         Ok((taken.index, taken.fresh))
     }
 
-    /// Returns an ended slot for reuse (`thread`, `shard`: the calling thread's).
+    /// Returns an ended slot for reuse (`thread`, `shard`: the calling thread's), or
+    /// leaves that to the last of its holds ([`SlotTable::unhold`]).
     #[inline]
     pub fn release(&self, thread: usize, shard: usize, index: u32) {
-        self.taken_mark(index).store(0, Relaxed);
+        let mark = self.taken_mark(index);
+        // No hold: none can be taken now (see the module documentation).
+        let free = if mark.load(Relaxed) == TAKEN {
+            mark.store(0, Relaxed);
+            true
+        } else {
+            // Releases the end to the last holder, who gives the slot back.
+            mark.fetch_and(!TAKEN, AcqRel) == TAKEN
+        };
+        if free {
+            self.free.give(thread, shard, index);
+        }
+    }
+
+    /// Adds a hold to slot `index`. The caller has taken the slot for a generation no end
+    /// can reach meanwhile (not yet published, or claimed by the caller), or holds it
+    /// already. False when the slot keeps count of no more holds (the caller holds
+    /// nothing more then).
+    #[inline]
+    pub fn hold(&self, index: u32) -> bool {
+        // Holders of the slot's other generations may come and go meanwhile: an RMW.
+        self.taken_mark(index)
+            .fetch_update(Relaxed, Relaxed, |m| {
+                debug_assert!(m != 0, "a hold on a slot nobody has");
+                (m / HOLD < MOST_HOLDS).then_some(m + HOLD)
+            })
+            .is_ok()
+    }
+
+    /// May a reset that asks for a hold supersede slot `index`'s generation in place?
+    /// Only while its holds stay well below the most it counts: between this look and
+    /// the hold, only clones of handles add holds, and they stop at `MOST_CLONE_HOLDS`.
+    #[inline]
+    pub fn may_hold_in_place(&self, index: u32) -> bool {
+        self.taken_mark(index).load(Relaxed) / HOLD < MOST_HOLDS - 1
+    }
+
+    /// [`SlotTable::hold`] for a clone of a handle that holds the slot: refused once the
+    /// slot holds `MOST_CLONE_HOLDS`, so that a reset in place always finds room.
+    pub fn hold_for_clone(&self, index: u32) -> bool {
+        self.taken_mark(index)
+            .fetch_update(Relaxed, Relaxed, |m| {
+                (m / HOLD < MOST_CLONE_HOLDS).then_some(m + HOLD)
+            })
+            .is_ok()
+    }
+
+    /// Drops a hold of slot `index`; true when it was the last and the slot's generation
+    /// has ended: the caller returns the slot ([`SlotTable::give_back`]).
+    #[inline]
+    pub fn unhold(&self, index: u32) -> bool {
+        let before = self.taken_mark(index).fetch_sub(HOLD, AcqRel);
+        debug_assert!(before >= HOLD, "unhold without a hold");
+        before == HOLD
+    }
+
+    /// Returns a slot that [`SlotTable::unhold`] gave back.
+    pub fn give_back(&self, thread: usize, shard: usize, index: u32) {
         self.free.give(thread, shard, index);
     }
 
@@ -244,7 +320,13 @@ impl<P> SlotTable<P> {
     pub fn is_taken(&self, index: u32) -> bool {
         self.taken
             .get(index as usize)
-            .is_some_and(|m| m.load(Relaxed) != 0)
+            .is_some_and(|m| m.load(Relaxed) & TAKEN != 0)
+    }
+
+    /// Holds slot `index` keeps (tests).
+    #[cfg(test)]
+    pub fn holds(&self, index: u32) -> u8 {
+        self.taken_mark(index).load(Relaxed) / HOLD
     }
 
     #[inline]
@@ -391,6 +473,62 @@ mod tests {
                 e >> 63 == 1 && (e >> 56) & 1 == 1
             })
             .count()
+    }
+
+    #[test]
+    fn a_held_slot_goes_back_with_whichever_comes_second_of_its_end_and_its_last_hold() {
+        // The end first: the last hold gives it back.
+        let table = SlotTable::<u32>::new(1);
+        let (a, _) = table.allocate(0, 0, |_| {}).unwrap();
+        assert!(table.hold(a) && table.hold_for_clone(a));
+        assert_eq!(table.holds(a), 2);
+        table.release(0, 0, a);
+        assert!(
+            !table.is_taken(a),
+            "ended: no deadline entry of it is current"
+        );
+        assert!(!table.unhold(a), "one hold left");
+        assert!(table.unhold(a), "the last hold gives it back");
+        table.give_back(0, 0, a);
+        // The holds first: the end gives it back.
+        let (b, _) = table.allocate(0, 0, |_| {}).unwrap();
+        assert!(table.hold(b));
+        assert!(!table.unhold(b), "its generation has not ended");
+        table.release(0, 0, b);
+        assert_eq!(table.holds(b), 0);
+        // Both went back to the free slots, where the thread's cache hands them out again
+        // (its most recent first) once the resting queue passes them on.
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..5000 {
+            let (i, _) = table.allocate(0, 0, |_| {}).unwrap();
+            seen.insert(i);
+            table.release(0, 0, i);
+        }
+        assert!(
+            seen.contains(&a) && seen.contains(&b),
+            "both slots served again"
+        );
+    }
+
+    #[test]
+    fn clones_leave_room_for_the_holds_of_resets_in_place() {
+        let table = SlotTable::<u32>::new(1);
+        let (a, _) = table.allocate(0, 0, |_| {}).unwrap();
+        assert!(table.hold(a));
+        let mut clones = 0;
+        while table.hold_for_clone(a) {
+            clones += 1;
+        }
+        assert_eq!(u32::from(table.holds(a)), u32::from(MOST_CLONE_HOLDS));
+        assert_eq!(clones, MOST_CLONE_HOLDS - 1);
+        assert!(table.may_hold_in_place(a));
+        let mut resets = 0;
+        while table.may_hold_in_place(a) {
+            assert!(table.hold(a));
+            resets += 1;
+        }
+        assert!(resets > 50, "{resets} holds for resets in place");
+        assert!(table.holds(a) < MOST_HOLDS, "the count never wraps");
     }
 
     fn slot_pages_made(table: &SlotTable<u32>, first: u32, end: u32) -> usize {
