@@ -288,9 +288,10 @@ extern "C" {
  * `spot_end_reason_name`, `spot_close_reason_name` and `spot_node_prometheus` (the
  * schema every binding is checked against); 2.9 `spot_timer_reset` (a timeout reset in
  * place, the user data swapped) and `spot_release_reason` (a release hook learns why its
- * generation ended).
+ * generation ended); 2.10 `spot_timer_register_held` and `spot_timer_release_hold` (a
+ * handle that keeps its generation's result as long as it holds it).
  */
-#define SPOT_ABI_VERSION ((2 << 16) | 9)
+#define SPOT_ABI_VERSION ((2 << 16) | 10)
 
 /**
  * The outcome cell of a batch record whose outcome the host has not written yet.
@@ -2001,6 +2002,40 @@ spot_status spot_timer_register(uint64_t rt,
                                 void *user_data,
                                 spot_release_fn release,
                                 struct spot_timer *out_timer);
+
+/**
+ * spot_timer_register, and the handle written to `*out_timer` *holds* its generation:
+ * the generation's slot serves no other generation until the hold is given back with
+ * spot_timer_release_hold, so spot_timer_cancel, spot_timer_cancel_async and
+ * spot_timer_stats keep answering for it — with its recorded end once it ended — instead
+ * of SPOT_E_STALE_TIMER. For wrappers whose handle object keeps its result as long as it
+ * lives (the C++ `spot::Timer`). A hold never given back keeps its slot (64 bytes) for the
+ * runtime's life.
+ *
+ * Thread-safe; may be called from inside the batch callback. Errors as
+ * spot_timer_register.
+ */
+spot_status spot_timer_register_held(uint64_t rt,
+                                     uint64_t owner_id,
+                                     uint64_t epoch,
+                                     uint64_t key,
+                                     const struct spot_timer_spec *spec,
+                                     void *user_data,
+                                     spot_release_fn release,
+                                     struct spot_timer *out_timer);
+
+/**
+ * Gives back the hold spot_timer_register_held took for generation `t`. Once its
+ * generation has ended and its holds are gone, `t`'s slot may serve another generation
+ * and `t` goes stale. Does not cancel `t`.
+ *
+ * Thread-safe. Errors: SPOT_E_INVALID_HANDLE, SPOT_E_INVALID_ARGUMENT (`t.reserved` not
+ * 0), SPOT_E_STALE_TIMER (`t` holds nothing: never held, given back already, or its slot
+ * moved on). A hold given back twice takes another holder's hold of the same slot (whose
+ * results may then go stale early), never more: a slot serves a new generation only
+ * after its last one ended.
+ */
+spot_status spot_timer_release_hold(uint64_t rt, struct spot_timer t);
 
 /**
  * spot_timer_register, naming `previous`: the handle of the key's current generation as

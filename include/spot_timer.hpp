@@ -146,26 +146,33 @@ private:
 };
 
 // One registered generation. Move-only; destruction requests a non-blocking cancel, so a
-// Timer that is dropped at once cancels its timer: [[nodiscard]] makes that a warning.
+// Timer that is dropped at once cancels its timer: [[nodiscard]] makes that a warning. A
+// Timer from Owner::register_timer holds its generation (spot_timer_register_held): its
+// cancel() and stats() answer for that generation — its recorded end once it ended — as
+// long as the Timer lives, however many timers come after it.
 class [[nodiscard]] Timer {
 public:
     Timer() = default;
-    Timer(uint64_t rt, spot_timer t) : rt_(rt), t_(t), live_(true) {}
+    // Takes over `t`; `held`: the hold spot_timer_register_held took for it.
+    Timer(uint64_t rt, spot_timer t, bool held = false) : rt_(rt), t_(t), live_(true), held_(held) {}
     Timer(const Timer &) = delete;
     Timer &operator=(const Timer &) = delete;
-    Timer(Timer &&o) noexcept : rt_(o.rt_), t_(o.t_), live_(std::exchange(o.live_, false)) {}
+    Timer(Timer &&o) noexcept
+        : rt_(o.rt_), t_(o.t_), live_(std::exchange(o.live_, false)), held_(std::exchange(o.held_, false)) {}
     Timer &operator=(Timer &&o) noexcept {
         if (this != &o) {
             reset();
             rt_ = o.rt_;
             t_ = o.t_;
             live_ = std::exchange(o.live_, false);
+            held_ = std::exchange(o.held_, false);
         }
         return *this;
     }
     ~Timer() { reset(); }
 
-    // Cancels and waits up to `timeout` (nullopt = forever) for the terminal result.
+    // Cancels and waits up to `timeout` (nullopt = forever) for the terminal result (an
+    // ended generation's recorded one: the same result every time).
     // Throws spot::Error (SPOT_E_CLEANUP_FAILED, SPOT_E_TIMEOUT, SPOT_E_WOULD_DEADLOCK, ...).
     EndReason cancel(std::optional<nanoseconds> timeout = std::nullopt) {
         uint32_t reason = 0;
@@ -188,18 +195,29 @@ public:
         check(spot_timer_stats(rt_, t_, &s));
         return s;
     }
-    // Gives up the wrapper's responsibility: the timer keeps running.
-    spot_timer release() noexcept { live_ = false; return t_; }
+    // Gives up the wrapper's responsibility: the timer keeps running, and the id returned
+    // is a bare one (it goes stale once its slot serves another generation).
+    spot_timer release() noexcept {
+        live_ = false;
+        unhold();
+        return t_;
+    }
     const spot_timer &c() const noexcept { return t_; }
 
 private:
     void reset() noexcept {
         if (live_) spot_timer_cancel(rt_, t_, 0, nullptr); // starts the cancel, never waits
         live_ = false;
+        unhold();
+    }
+    void unhold() noexcept {
+        if (held_) spot_timer_release_hold(rt_, t_);
+        held_ = false;
     }
     uint64_t rt_ = 0;
     spot_timer t_{};
     bool live_ = false;
+    bool held_ = false;
 };
 
 // One authority of an owner (a value: nothing to free).
@@ -219,8 +237,8 @@ public:
     Timer register_timer(uint64_t key, const TimerSpec &spec, void *user_data = nullptr,
                          spot_release_fn release = nullptr) {
         spot_timer t{};
-        check(spot_timer_register(rt_, id_, epoch_, key, &spec.c(), user_data, release, &t));
-        return Timer(rt_, t);
+        check(spot_timer_register_held(rt_, id_, epoch_, key, &spec.c(), user_data, release, &t));
+        return Timer(rt_, t, true);
     }
     // Holds the owner's gate (no timer callback of the owner starts) for a scope.
     class GateGuard {

@@ -192,6 +192,35 @@ fn a_handle_reads_runtime_closed_after_the_close() {
 }
 
 #[test]
+fn a_hold_given_back_by_id_twice_or_never_taken_is_refused() {
+    let rt = Runtime::<u64>::new(RuntimeConfig::default()).unwrap();
+    let o = rt.acquire_owner(1, OwnerOptions::default()).unwrap();
+    let unheld = o.register_id(1, TimerSpec::after(FAR), 1, None).unwrap();
+    assert_eq!(rt.release_hold_of(unheld), Err(Error::StaleHandle));
+    let id = o
+        .register_held(2, TimerSpec::after(FAR), 2, None)
+        .unwrap()
+        .into_id();
+    assert_eq!(
+        rt.cancel_timer_nowait(id).unwrap(),
+        Some(Ok(EndReason::Cancelled))
+    );
+    assert_eq!(rt.release_hold_of(id), Ok(()));
+    assert_eq!(
+        rt.release_hold_of(id),
+        Err(Error::StaleHandle),
+        "the second time there is no hold"
+    );
+    let never = TimerId::from_parts(12_345, 1).unwrap();
+    assert_eq!(rt.release_hold_of(never), Err(Error::StaleHandle));
+    // The slot went back once: registrations keep working and read their own results.
+    for k in 0..5_000 {
+        let h = o.register(100 + k, TimerSpec::after(FAR), k, None).unwrap();
+        assert_eq!(h.cancel(None), Ok(EndReason::Cancelled));
+    }
+}
+
+#[test]
 fn a_hold_of_another_runtime_is_refused() {
     let a = Runtime::<u64>::new(RuntimeConfig::default()).unwrap();
     let b = Runtime::<u64>::new(RuntimeConfig::default()).unwrap();

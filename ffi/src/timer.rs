@@ -79,6 +79,64 @@ pub unsafe extern "C" fn spot_timer_register(
     })
 }
 
+/// spot_timer_register, and the handle written to `*out_timer` *holds* its generation:
+/// the generation's slot serves no other generation until the hold is given back with
+/// spot_timer_release_hold, so spot_timer_cancel, spot_timer_cancel_async and
+/// spot_timer_stats keep answering for it — with its recorded end once it ended — instead
+/// of SPOT_E_STALE_TIMER. For wrappers whose handle object keeps its result as long as it
+/// lives (the C++ `spot::Timer`). A hold never given back keeps its slot (64 bytes) for the
+/// runtime's life.
+///
+/// Thread-safe; may be called from inside the batch callback. Errors as
+/// spot_timer_register.
+#[no_mangle]
+pub unsafe extern "C" fn spot_timer_register_held(
+    rt: u64,
+    owner_id: u64,
+    epoch: u64,
+    key: u64,
+    spec: *const spot_timer_spec,
+    user_data: *mut c_void,
+    release: spot_release_fn,
+    out_timer: *mut spot_timer,
+) -> spot_status {
+    boundary("spot_timer_register_held", || {
+        let (spec, out) = spec_and_out(spec, out_timer)?;
+        let ffi = handles::get(rt)?;
+        let held = ffi.rt.register_held_for(
+            owner_id,
+            epoch,
+            key,
+            spec,
+            Payload::new(user_data, release),
+            None,
+        )?;
+        write_timer(out, held.into_id());
+        Ok(())
+    })
+}
+
+/// Gives back the hold spot_timer_register_held took for generation `t`. Once its
+/// generation has ended and its holds are gone, `t`'s slot may serve another generation
+/// and `t` goes stale. Does not cancel `t`.
+///
+/// Thread-safe. Errors: SPOT_E_INVALID_HANDLE, SPOT_E_INVALID_ARGUMENT (`t.reserved` not
+/// 0), SPOT_E_STALE_TIMER (`t` holds nothing: never held, given back already, or its slot
+/// moved on). A hold given back twice takes another holder's hold of the same slot (whose
+/// results may then go stale early), never more: a slot serves a new generation only
+/// after its last one ended.
+#[no_mangle]
+pub unsafe extern "C" fn spot_timer_release_hold(rt: u64, t: spot_timer) -> spot_status {
+    boundary("spot_timer_release_hold", || {
+        let id = timer_id(&t)?;
+        let ffi = handles::get(rt)?;
+        match ffi.rt.release_hold_of(id) {
+            Err(spot_timer_core::Error::StaleHandle) => Err(stale(&t)),
+            r => Ok(r?),
+        }
+    })
+}
+
 /// What spot_timer_register and spot_timer_rearm read alike: the spec, read in place, and
 /// `out_timer`, checked in order: the spec's size, `out_timer`, the spec's fields.
 unsafe fn spec_and_out(

@@ -76,9 +76,10 @@ pub const SPOT_FIRST_DUE_DEFAULT: u64 = u64::MAX;
 /// `spot_end_reason_name`, `spot_close_reason_name` and `spot_node_prometheus` (the
 /// schema every binding is checked against); 2.9 `spot_timer_reset` (a timeout reset in
 /// place, the user data swapped) and `spot_release_reason` (a release hook learns why its
-/// generation ended).
+/// generation ended); 2.10 `spot_timer_register_held` and `spot_timer_release_hold` (a
+/// handle that keeps its generation's result as long as it holds it).
 #[allow(clippy::identity_op)] // spelled (major << 16) | minor, as hosts read it
-pub const SPOT_ABI_VERSION: u32 = (2 << 16) | 9;
+pub const SPOT_ABI_VERSION: u32 = (2 << 16) | 10;
 
 /// The outcome cell of a batch record whose outcome the host has not written yet.
 pub const SPOT_BATCH_PENDING: u32 = u32::MAX;

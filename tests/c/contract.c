@@ -541,7 +541,7 @@ static void contract_t10_one_crossing_per_wakeup(void) {
 /* The layout the bindings mirror (x86_64 / any LP64 target). */
 static void abi_layout(void) {
     CHECK_EQ_U64(spot_abi_version(), SPOT_ABI_VERSION);
-    CHECK_EQ_U64(SPOT_ABI_VERSION, 0x00020009); /* 2.9: spot_timer_reset (2.8: spot_end_reason_name, spot_close_reason_name, spot_node_prometheus) */
+    CHECK_EQ_U64(SPOT_ABI_VERSION, 0x0002000a); /* 2.10: spot_timer_register_held, spot_timer_release_hold (2.9: spot_timer_reset) */
     CHECK_EQ_U64(sizeof(struct spot_pass), 40); /* 2.7 */
     CHECK_EQ_U64(offsetof(struct spot_pass, ran), 8);
     CHECK_EQ_U64(offsetof(struct spot_pass, notices), 32);
@@ -865,6 +865,85 @@ static void rearm_supersedes_in_place_and_keeps_the_result(void) {
  * own release hook does not run (its user data is the host's again); one with its record in
  * the host's hands does not move and nothing changes; a stale or malformed handle is
  * refused. The release hook runs once, for the last generation. */
+/* Registers and cancels `n` timers of owner (`owner_id`, `ep`) on this thread. */
+struct churn_args {
+    uint64_t rt, owner_id, ep;
+    int n;
+};
+
+static void *churn(void *p) {
+    struct churn_args *a = p;
+    struct spot_timer_spec far = spec_every(3600ull * 1000 * MS, SPOT_POLICY_SKIP_LATE_TICKS, 1);
+    for (int i = 0; i < a->n; i++) {
+        struct spot_timer t;
+        uint32_t reason = 99;
+        CHECK_OK(spot_timer_register(a->rt, a->owner_id, a->ep, (uint64_t)i, &far, NULL, NULL, &t));
+        CHECK_OK(spot_timer_cancel(a->rt, t, 0, &reason));
+        CHECK_EQ_U64(reason, SPOT_END_CANCELLED);
+    }
+    return NULL;
+}
+
+/* 100,000 registrations and cancels, half on this thread and half on another. */
+static void churn_two_threads(uint64_t rt, uint64_t first_owner) {
+    struct churn_args a = {rt, first_owner, owner(rt, first_owner, SPOT_GATE_SERIAL), 50000};
+    struct churn_args b = {rt, first_owner + 1, owner(rt, first_owner + 1, SPOT_GATE_SERIAL), 50000};
+    pthread_t other;
+    CHECK(pthread_create(&other, NULL, churn, &b) == 0);
+    churn(&a);
+    CHECK(pthread_join(other, NULL) == 0);
+    CHECK_OK(spot_owner_release(rt, a.owner_id, a.ep));
+    CHECK_OK(spot_owner_release(rt, b.owner_id, b.ep));
+}
+
+static void held_timers_keep_their_result(void) {
+    uint64_t rt = manual_runtime();
+    uint64_t ep = owner(rt, 1, SPOT_GATE_SERIAL);
+    struct spot_timer_spec once = spec_once(MS);
+    struct spot_timer_spec far = spec_every(3600ull * 1000 * MS, SPOT_POLICY_SKIP_LATE_TICKS, 1);
+    struct spot_timer completed, cancelled, unheld;
+    uint32_t reason = 99;
+    CHECK_OK(spot_timer_register_held(rt, 1, ep, 1, &once, NULL, NULL, &completed));
+    CHECK_OK(spot_timer_register_held(rt, 1, ep, 2, &far, NULL, NULL, &cancelled));
+    CHECK_OK(spot_timer_register(rt, 1, ep, 3, &far, NULL, NULL, &unheld));
+    struct spot_record r[4];
+    CHECK_OK(spot_advance(rt, 2 * MS));
+    CHECK_EQ_U64(xchg(rt, NULL, 0, r, 4), 1);
+    CHECK_OK(spot_record_begin(rt, &r[0]));
+    CHECK_EQ_U64(complete_and_take(rt, &r[0], SPOT_OUTCOME_OK, r + 1, 3), 0);
+    CHECK_OK(spot_timer_cancel(rt, cancelled, 0, &reason));
+    CHECK_EQ_U64(reason, SPOT_END_CANCELLED);
+    CHECK_OK(spot_timer_cancel(rt, unheld, 0, &reason));
+
+    churn_two_threads(rt, 10);
+    CHECK_OK(spot_timer_cancel(rt, completed, 0, &reason));
+    CHECK_EQ_U64(reason, SPOT_END_COMPLETED);
+    CHECK_OK(spot_timer_cancel(rt, cancelled, 0, &reason));
+    CHECK_EQ_U64(reason, SPOT_END_CANCELLED);
+    struct spot_timer_stats st = {.struct_size = sizeof st};
+    CHECK_OK(spot_timer_stats(rt, completed, &st));
+    CHECK_EQ_U64(st.delivered, 1);
+    CHECK_ST(spot_timer_cancel(rt, unheld, 0, &reason), SPOT_E_STALE_TIMER); /* the churn reused slots */
+
+    /* bad input, before the holds go */
+    CHECK_ST(spot_timer_release_hold(rt, unheld), SPOT_E_STALE_TIMER);
+    struct spot_timer bad = completed;
+    bad.reserved = 1;
+    CHECK_ST(spot_timer_release_hold(rt, bad), SPOT_E_INVALID_ARGUMENT);
+    CHECK_ST(spot_timer_release_hold(rt + 1, completed), SPOT_E_INVALID_HANDLE);
+    struct spot_timer never = {.generation = 1, .slot = 12345, .reserved = 0};
+    CHECK_ST(spot_timer_release_hold(rt, never), SPOT_E_STALE_TIMER);
+    /* given back: once, then there is nothing to give back */
+    CHECK_OK(spot_timer_release_hold(rt, completed));
+    CHECK_OK(spot_timer_release_hold(rt, cancelled));
+    CHECK_ST(spot_timer_release_hold(rt, cancelled), SPOT_E_STALE_TIMER);
+    CHECK_OK(spot_owner_release(rt, 1, ep));
+    churn_two_threads(rt, 20);
+    CHECK_ST(spot_timer_cancel(rt, completed, 0, &reason), SPOT_E_STALE_TIMER);
+    CHECK_ST(spot_timer_cancel(rt, cancelled, 0, &reason), SPOT_E_STALE_TIMER);
+    CHECK_OK(spot_runtime_free(rt));
+}
+
 static void reset_moves_idle_timers_in_place(void) {
     uint64_t rt = manual_runtime();
     uint64_t ep = owner(rt, 1, SPOT_GATE_SERIAL);
@@ -979,6 +1058,7 @@ void run_contract_tests(void) {
     RUN(abi_layout);
     RUN(contract_01_reregister_drops_pending_ticks);
     RUN(rearm_supersedes_in_place_and_keeps_the_result);
+    RUN(held_timers_keep_their_result);
     RUN(reset_moves_idle_timers_in_place);
     RUN(release_hooks_learn_the_end_reason);
     RUN(contract_02_cancel_lets_running_callback_finish);

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <thread>
 
 #include <stdexcept>
 
@@ -118,6 +119,52 @@ int main() {
         EXPECT(a.cancel(5s) == spot::EndReason::Cancelled);
         EXPECT(b.cancel(5s) == spot::EndReason::Cancelled);
         EXPECT(c.cancel(5s) == spot::EndReason::Cancelled);
+    }
+    {
+        // A Timer keeps its generation's result as long as it lives: ended every way (ran,
+        // cancelled, superseded, revoked), then 100,000 registrations and cancels here and
+        // on another thread, and each Timer still answers its original end.
+        auto o4 = rt.acquire(4, std::nullopt, spot::Gate::Concurrent);
+        spot::Timer ran = o4.register_timer(1, spot::TimerSpec::after(1ms));
+        spot::Timer cancelled = o4.register_timer(2, spot::TimerSpec::every(1h));
+        spot::Timer superseded = o4.register_timer(3, spot::TimerSpec::every(1h));
+        spot::Timer successor = o4.register_timer(3, spot::TimerSpec::every(1h));
+        auto o5 = rt.acquire(5, std::nullopt);
+        spot::Timer revoked = o5.register_timer(1, spot::TimerSpec::every(1h));
+        spot::Session session(rt, 16);
+        rt.advance(1ms);
+        EXPECT(session.run([](const spot_record &) { return spot::Outcome::Ok; }, 0ns).ran == 1);
+        session.run([](const spot_record &) { return spot::Outcome::Ok; }, 0ns); // hands its outcome in
+        EXPECT(cancelled.cancel(1s) == spot::EndReason::Cancelled);
+        EXPECT(successor.cancel(1s) == spot::EndReason::Cancelled);
+        o5.revoke();
+        auto churn = [&rt](uint64_t owner_id) {
+            auto o = rt.acquire(owner_id, std::nullopt);
+            for (uint64_t k = 0; k < 50000; k++) {
+                spot::Timer t = o.register_timer(k, spot::TimerSpec::every(1h));
+                if (t.cancel(1s) != spot::EndReason::Cancelled) failures++;
+            }
+            o.release();
+        };
+        std::thread other(churn, 100);
+        churn(101);
+        other.join();
+        EXPECT(ran.cancel(1s) == spot::EndReason::Completed);
+        EXPECT(ran.stats().delivered == 1);
+        EXPECT(cancelled.cancel(1s) == spot::EndReason::Cancelled);
+        EXPECT(superseded.cancel(1s) == spot::EndReason::Superseded);
+        EXPECT(successor.cancel(1s) == spot::EndReason::Cancelled);
+        EXPECT(revoked.cancel(1s) == spot::EndReason::Revoked);
+        // A bare id given up by release() keeps no hold: the slot serves again later.
+        spot_timer bare = ran.release();
+        o4.release();
+        churn(102);
+        expect_error("a released Timer's bare id, after churn", SPOT_E_STALE_TIMER,
+                     "no live or recorded generation",
+                     [&] {
+                         uint32_t r;
+                         spot::check(spot_timer_cancel(rt.handle(), bare, 0, &r));
+                     });
     }
     if (failures) {
         std::fprintf(stderr, "C++ wrapper tests: %d failed\n", failures);

@@ -172,8 +172,9 @@ namespace SpotTimer.Interop
         /// <c>spot_end_reason_name</c>, <c>spot_close_reason_name</c> and <c>spot_node_prometheus</c> (the
         /// schema every binding is checked against); 2.9 <c>spot_timer_reset</c> (a timeout reset in
         /// place, the user data swapped) and <c>spot_release_reason</c> (a release hook learns why its
-        /// generation ended).</summary>
-        public const uint ABI_VERSION = ((2 << 16) | 9);
+        /// generation ended); 2.10 <c>spot_timer_register_held</c> and <c>spot_timer_release_hold</c> (a
+        /// handle that keeps its generation's result as long as it holds it).</summary>
+        public const uint ABI_VERSION = ((2 << 16) | 10);
         /// <summary>The outcome cell of a batch record whose outcome the host has not written yet.</summary>
         public const uint BATCH_PENDING = uint.MaxValue;
         /// <summary>The outcome cell of a batch record the host keeps and completes later itself (an
@@ -1269,6 +1270,29 @@ namespace SpotTimer.Interop
         /// SPOT_E_LEASE_EXPIRED, SPOT_E_CAPACITY_EXHAUSTED, SPOT_E_CLOSED.</para></summary>
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         public static extern int spot_timer_register(ulong rt, ulong owner_id, ulong epoch, ulong key, spot_timer_spec* spec, IntPtr user_data, IntPtr release, spot_timer* out_timer);
+
+        /// <summary>spot_timer_register, and the handle written to <c>*out_timer</c> *holds* its generation:
+        /// the generation's slot serves no other generation until the hold is given back with
+        /// spot_timer_release_hold, so spot_timer_cancel, spot_timer_cancel_async and
+        /// spot_timer_stats keep answering for it — with its recorded end once it ended — instead
+        /// of SPOT_E_STALE_TIMER. For wrappers whose handle object keeps its result as long as it
+        /// lives (the C++ <c>spot::Timer</c>). A hold never given back keeps its slot (64 bytes) for the
+        /// runtime's life.
+        /// <para>Thread-safe; may be called from inside the batch callback. Errors as
+        /// spot_timer_register.</para></summary>
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern int spot_timer_register_held(ulong rt, ulong owner_id, ulong epoch, ulong key, spot_timer_spec* spec, IntPtr user_data, IntPtr release, spot_timer* out_timer);
+
+        /// <summary>Gives back the hold spot_timer_register_held took for generation <c>t</c>. Once its
+        /// generation has ended and its holds are gone, <c>t</c>'s slot may serve another generation
+        /// and <c>t</c> goes stale. Does not cancel <c>t</c>.
+        /// <para>Thread-safe. Errors: SPOT_E_INVALID_HANDLE, SPOT_E_INVALID_ARGUMENT (<c>t.reserved</c> not
+        /// 0), SPOT_E_STALE_TIMER (<c>t</c> holds nothing: never held, given back already, or its slot
+        /// moved on). A hold given back twice takes another holder's hold of the same slot (whose
+        /// results may then go stale early), never more: a slot serves a new generation only
+        /// after its last one ended.</para></summary>
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern int spot_timer_release_hold(ulong rt, spot_timer t);
 
         /// <summary>spot_timer_register, naming <c>previous</c>: the handle of the key's current generation as
         /// the host knows it (a timeout it resets, a deadline it moves). The outcome is the same —

@@ -697,7 +697,7 @@ namespace SpotTimer.Tests
         [Test]
         public void StatusNamesAndAbiVersion()
         {
-            Assert.AreEqual(0x00020009u, SpotTimer.Interop.Native.spot_abi_version()); // 2.9: spot_timer_reset (2.8: the schema names and spot_node_prometheus)
+            Assert.AreEqual(0x0002000au, SpotTimer.Interop.Native.spot_abi_version()); // 2.10: spot_timer_register_held, spot_timer_release_hold (2.9: spot_timer_reset)
             Assert.AreEqual("SPOT_E_TIMEOUT", SpotTimer.Interop.Native.StatusName(11));
             Assert.AreEqual("SPOT_E_UNKNOWN_STATUS", SpotTimer.Interop.Native.StatusName(999));
         }

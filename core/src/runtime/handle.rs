@@ -56,7 +56,8 @@ impl<P: Send + Sync + 'static> Clone for TimerHandle<P> {
 impl<P: Send + Sync + 'static> Drop for TimerHandle<P> {
     fn drop(&mut self) {
         if self.held {
-            self.rt.unhold(self.id.slot());
+            let gave_back = self.rt.unhold(self.id.slot());
+            debug_assert!(gave_back, "a holding handle has its hold");
         }
     }
 }

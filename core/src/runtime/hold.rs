@@ -16,8 +16,11 @@
 //!   registration, so that reading stays true for every generation a hold names.
 
 use std::num::NonZeroU64;
+use std::sync::atomic::Ordering::Acquire;
 
+use crate::error::{Error, Result};
 use crate::runtime::shared::Shared;
+use crate::slot::word;
 use crate::spec::TimerId;
 
 /// A hold on generation `id`'s result for a host that keeps its handles by id
@@ -46,8 +49,8 @@ impl HeldTimer {
     }
 
     /// The hold as a bare id, for a host that keeps it beside other state of its own (a
-    /// managed handle object): give it back with [`crate::Runtime::release_hold_of`], as
-    /// `Box::into_raw` pairs with `Box::from_raw`.
+    /// managed handle object, the C ABI's `spot_timer`): give it back with
+    /// [`crate::Runtime::release_hold_of`].
     pub fn into_id(self) -> TimerId {
         self.id
     }
@@ -55,11 +58,33 @@ impl HeldTimer {
 
 impl<P: Send + Sync + 'static> Shared<P> {
     /// Gives back a hold of slot `index`; returns the slot to the free ones when it was
-    /// the last hold of an ended generation.
-    pub(crate) fn unhold(&self, index: u32) {
-        if self.slots.unhold(index) {
-            let here = self.here();
-            self.slots.give_back(here.thread, here.shard, index);
+    /// the last hold of an ended generation. False when the slot had no hold.
+    pub(crate) fn unhold(&self, index: u32) -> bool {
+        match self.slots.unhold(index) {
+            Some(last) => {
+                if last {
+                    let here = self.here();
+                    self.slots.give_back(here.thread, here.shard, index);
+                }
+                true
+            }
+            None => false,
         }
+    }
+
+    /// Gives back a hold of generation `id` that a host kept as a bare id: refused
+    /// (`StaleHandle`) unless `id`'s slot still holds `id` (live, ended, or superseded in
+    /// place) and has a hold. A host that gives back a hold it does not have takes
+    /// another holder's (whose result may then go stale early), never more.
+    pub(crate) fn unhold_id(&self, id: TimerId) -> Result<()> {
+        let slot = self.slots.get(id.slot()).ok_or(Error::StaleHandle)?;
+        let w = slot.word.load(Acquire);
+        let g = word::generation(w);
+        let named = word::phase(w) != word::FREE
+            && (g == id.generation() || word::superseded_in_place(id.generation(), g));
+        if !named || !self.unhold(id.slot()) {
+            return Err(Error::StaleHandle);
+        }
+        Ok(())
     }
 }

@@ -302,6 +302,24 @@ impl<P: Clone + Send + Sync + 'static> Runtime<P> {
             .register(index, epoch, key, &spec, payload, release, false)
     }
 
+    /// [`Owner::register_held`] under the authority (`owner_id`, `epoch`) a host kept (the
+    /// C ABI's form, as [`Runtime::register_for`] is of [`Owner::register_id`]).
+    pub fn register_held_for(
+        &self,
+        owner_id: OwnerId,
+        epoch: u64,
+        key: TimerKey,
+        spec: TimerSpec,
+        payload: P,
+        release: Option<ReleaseHook>,
+    ) -> Result<HeldTimer> {
+        let index = authority_by_epoch(&self.shared, owner_id, epoch)?;
+        let id = self
+            .shared
+            .register(index, epoch, key, &spec, payload, release, true)?;
+        Ok(HeldTimer::new(&self.shared, id))
+    }
+
     /// [`Owner::rearm`] under the authority (`owner_id`, `epoch`) a host kept (the C
     /// ABI's form, as [`Runtime::register_for`] is of [`Owner::register_id`]).
     #[inline]
@@ -358,18 +376,18 @@ impl<P: Clone + Send + Sync + 'static> Runtime<P> {
         if held.runtime.get() != self.shared.id {
             return Err(Error::StaleHandle);
         }
-        self.shared.unhold(held.id.slot());
+        let gave_back = self.shared.unhold(held.id.slot());
+        debug_assert!(gave_back, "a HeldTimer has its hold");
         Ok(())
     }
 
     /// [`Runtime::release_hold`] of a hold kept as a bare id ([`HeldTimer::into_id`]).
-    ///
-    /// # Safety
-    /// `id` came from [`HeldTimer::into_id`] of a hold of this runtime, and this gives
-    /// that hold back once: a hold given back twice could return a slot to the free ones
-    /// while a generation lives in it.
-    pub unsafe fn release_hold_of(&self, id: TimerId) {
-        self.shared.unhold(id.slot());
+    /// `Error::StaleHandle` when `id`'s slot no longer holds `id` or has no hold; a host
+    /// that gives back a hold it does not have takes another holder's (whose result may
+    /// then go stale early), never more: a slot serves a new generation only after its
+    /// last one ended.
+    pub fn release_hold_of(&self, id: TimerId) -> Result<()> {
+        self.shared.unhold_id(id)
     }
 
     /// [`Runtime::reset_timer`] in place only, the new generation carrying `payload`:

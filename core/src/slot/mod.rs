@@ -37,7 +37,7 @@ pub(crate) mod word;
 use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
 use std::sync::atomic::AtomicU32 as StdAtomicU32;
-use std::sync::atomic::Ordering::{AcqRel, Relaxed};
+use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed};
 
 use crate::chunked::{ChunkedArray, Zeroable};
 use crate::error::Result;
@@ -300,13 +300,19 @@ impl<P> SlotTable<P> {
             .is_ok()
     }
 
-    /// Drops a hold of slot `index`; true when it was the last and the slot's generation
-    /// has ended: the caller returns the slot ([`SlotTable::give_back`]).
+    /// Drops a hold of slot `index`: `Some(true)` when it was the last and the slot's
+    /// generation has ended (the caller returns the slot, [`SlotTable::give_back`]); None
+    /// when the slot has no hold to drop. A slot goes back once per end whatever a host
+    /// gives back: only the end or the last hold after it returns it, and a slot without
+    /// holds refuses.
     #[inline]
-    pub fn unhold(&self, index: u32) -> bool {
-        let before = self.taken_mark(index).fetch_sub(HOLD, AcqRel);
-        debug_assert!(before >= HOLD, "unhold without a hold");
-        before == HOLD
+    pub fn unhold(&self, index: u32) -> Option<bool> {
+        let before = self
+            .taken
+            .get(index as usize)?
+            .fetch_update(AcqRel, Acquire, |m| (m >= HOLD).then(|| m - HOLD))
+            .ok()?;
+        Some(before == HOLD)
     }
 
     /// Returns a slot that [`SlotTable::unhold`] gave back.
@@ -487,15 +493,21 @@ mod tests {
             !table.is_taken(a),
             "ended: no deadline entry of it is current"
         );
-        assert!(!table.unhold(a), "one hold left");
-        assert!(table.unhold(a), "the last hold gives it back");
+        assert_eq!(table.unhold(a), Some(false), "one hold left");
+        assert_eq!(table.unhold(a), Some(true), "the last hold gives it back");
+        assert_eq!(table.unhold(a), None, "no hold left to give back");
         table.give_back(0, 0, a);
         // The holds first: the end gives it back.
         let (b, _) = table.allocate(0, 0, |_| {}).unwrap();
         assert!(table.hold(b));
-        assert!(!table.unhold(b), "its generation has not ended");
+        assert_eq!(table.unhold(b), Some(false), "its generation has not ended");
         table.release(0, 0, b);
         assert_eq!(table.holds(b), 0);
+        assert_eq!(
+            table.unhold(b),
+            None,
+            "a free slot has no hold to give back"
+        );
         // Both went back to the free slots, where the thread's cache hands them out again
         // (its most recent first) once the resting queue passes them on.
         let mut seen = std::collections::HashSet::new();
