@@ -17,12 +17,11 @@ namespace SpotTimer
             try
             {
                 if (userData == IntPtr.Zero) return 0;
-                var self = GCHandle.FromIntPtr(userData);
-                var st = self.Target as TimerState;
+                var st = StateTable.Get(userData);
                 // Once per generation. Outside a close no record of it is with the host any more;
                 // during a close the batch in progress may still name it.
                 if (st != null && st.Core.Disposed) st.Core._releasedWhileClosing.Enqueue(userData);
-                else self.Free();
+                else if (st != null) StateTable.Remove(userData);
                 if (st == null) return 0;
                 st.Ended = true;
                 // Taken, not read: a Reset that could not move in place may take it at once.
@@ -120,12 +119,13 @@ namespace SpotTimer
             catch (Exception) { }
         }
 
-        /// <summary>Frees the handles of states released during a close; called where no batch is in
-        /// progress on this runtime (the end of a top-level batch, the end of a dispose).</summary>
+        /// <summary>Gives back the table entries of states released during a close; called where no
+        /// batch is in progress on this runtime (the end of a top-level batch, the end of a
+        /// dispose).</summary>
         internal void FreeReleased()
         {
             IntPtr p;
-            while (_releasedWhileClosing.TryDequeue(out p)) GCHandle.FromIntPtr(p).Free();
+            while (_releasedWhileClosing.TryDequeue(out p)) StateTable.Remove(p);
         }
     }
 }

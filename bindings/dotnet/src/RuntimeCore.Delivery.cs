@@ -218,8 +218,7 @@ namespace SpotTimer
             }
             if (r->kind != C.RECORD_TICK) return C.BATCH_PENDING;
             // A record in hand names a live handle (see TimerState).
-            var st = r->user_data == IntPtr.Zero ? null
-                : GCHandle.FromIntPtr(r->user_data).Target as TimerState;
+            var st = StateTable.Get(r->user_data);
             if (st == null || st.Core != this || (st.Sync != null && !TryStart(r)))
                 return C.OUTCOME_NOT_STARTED;
             var tick = new Tick(st, r->timer, r->owner_id, r->key, (long)r->delivery_index,

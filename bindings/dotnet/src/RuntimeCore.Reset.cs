@@ -11,9 +11,9 @@ namespace SpotTimer
     internal sealed unsafe partial class RuntimeCore
     {
         /// <summary>Moves generation <paramref name="t"/> to a new one due <paramref name="delayNs"/>
-        /// from now. The new generation has a state and a GCHandle of its own from the start, so a
-        /// record or an end names exactly one state, whichever thread sees it first. In place, the
-        /// old generation ends Superseded and its GCHandle comes back without its release hook (its
+        /// from now. The new generation has a state and a table entry of its own from the start, so
+        /// a record or an end names exactly one state, whichever thread sees it first. In place, the
+        /// old generation ends Superseded and its entry comes back without its release hook (its
         /// OnRelease went to the new generation). Where it cannot move (its handler runs, or a
         /// cancel waits for it), the key is registered again with the same handler, period and
         /// options, which supersedes it; its OnRelease then moves to the new generation if it can
@@ -43,8 +43,7 @@ namespace SpotTimer
                 next.EndSignal = token;
                 next.HandlerToken = token.Token;
             }
-            var self = GCHandle.Alloc(next, GCHandleType.Normal);
-            next.UserData = GCHandle.ToIntPtr(self);
+            next.UserData = StateTable.Add(next);
             spot_timer id = default(spot_timer);
             uint moved = 0;
             int s;
@@ -56,7 +55,7 @@ namespace SpotTimer
             }
             catch
             {
-                self.Free(); // not carried: its release hook never runs
+                StateTable.Remove(next.UserData); // not carried: its release hook never runs
                 throw;
             }
             finally
@@ -65,14 +64,14 @@ namespace SpotTimer
             }
             if (s != 0 || moved == 0)
             {
-                self.Free();
+                StateTable.Remove(next.UserData);
                 if (s != 0) new Owner(rt, old.OwnerId, old.OwnerEpoch).CheckAuthority(s);
                 return RegisterAgain(rt, old, delayNs, sync, async, asyncToken);
             }
             next.Handle = id;
-            // The old generation ended in place: Superseded, and its GCHandle came back without
+            // The old generation ended in place: Superseded, and its entry came back without
             // its release hook, which no record can reach any more (it was idle).
-            GCHandle.FromIntPtr(old.UserData).Free();
+            StateTable.Remove(old.UserData);
             old.Confirm((uint)EndReason.Superseded);
             old.Sync = null; old.Async = null; old.AsyncToken = null; old.OnRelease = null;
             old.Ended = true;

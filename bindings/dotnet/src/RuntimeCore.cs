@@ -238,8 +238,7 @@ namespace SpotTimer
             var tokenSignal = signal as TokenSignal;
             if (tokenSignal != null) st.HandlerToken = tokenSignal.Token;
             var timer = new Timer(rt, st, owner.Id, key);
-            var self = GCHandle.Alloc(st, GCHandleType.Normal);
-            IntPtr userData = GCHandle.ToIntPtr(self);
+            IntPtr userData = StateTable.Add(st);
             st.UserData = userData;
             var spec = new spot_timer_spec();
             spec.struct_size = (uint)sizeof(spot_timer_spec);
@@ -257,7 +256,7 @@ namespace SpotTimer
             }
             catch
             {
-                self.Free(); // not registered: the release hook never runs for it
+                StateTable.Remove(userData); // not registered: the release hook never runs for it
                 throw;
             }
             finally
@@ -266,7 +265,7 @@ namespace SpotTimer
             }
             if (s != 0)
             {
-                self.Free();
+                StateTable.Remove(userData);
                 owner.CheckAuthority(s);
             }
             timer.Id = id;

@@ -34,11 +34,12 @@ namespace SpotTimer
         }
     }
 
-    /// <summary>Managed state of one registration: its handler and cleanup. A record's user_data is
-    /// a <see cref="GCHandle"/> of it (no lookup per record), freed by the release hook. The
-    /// library runs that hook while a record of the generation is with the host only when the
-    /// runtime closes; the hook then leaves the handle to <see cref="RuntimeCore.FreeReleased"/>,
-    /// which runs once no batch is in progress, so a record in hand always names a live handle.</summary>
+    /// <summary>Managed state of one registration: its handler and cleanup. A record's user_data
+    /// names its entry in the <see cref="StateTable"/> (an array index, no lookup), given back by
+    /// the release hook. The library runs that hook while a record of the generation is with the
+    /// host only when the runtime closes; the hook then leaves the entry to
+    /// <see cref="RuntimeCore.FreeReleased"/>, which runs once no batch is in progress, so a record
+    /// in hand always names a live entry.</summary>
     internal sealed class TimerState // referenced by Tick (lazy Timer)
     {
         public RuntimeCore Core;
@@ -82,7 +83,8 @@ namespace SpotTimer
             return t;
         }
 
-        /// <summary>The GCHandle of this state that the native runtime carries as user data.</summary>
+        /// <summary>This state's <see cref="StateTable"/> entry, which the native runtime carries as
+        /// user data.</summary>
         public IntPtr UserData;
         /// <summary>The registration's period (0: a one-shot) and options: what a
         /// <see cref="Timer.Reset"/> that cannot move in place registers again.</summary>

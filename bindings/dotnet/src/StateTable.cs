@@ -1,0 +1,74 @@
+using System;
+using System.Threading;
+
+namespace SpotTimer
+{
+    /// <summary>The managed states the native runtimes carry as user data, by index. A record's or
+    /// a release hook's user_data is one more than an index into one table of the process, so a
+    /// million live timers are one array the collector scans by the cards written since its last
+    /// collection, not a million GC handles it scans as roots at every collection. An entry is
+    /// taken at registration and given back by the generation's release hook (during a close, once
+    /// no batch is in progress: <see cref="RuntimeCore.FreeReleased"/>), so a record in hand always
+    /// names a live entry (see <see cref="TimerState"/>).</summary>
+    internal static class StateTable
+    {
+        static readonly object s_lock = new object();
+        // Replaced, never shrunk, under the lock; read without it. A reader reaches an entry only
+        // through a record or a hook of a generation registered after the entry was written.
+        static TimerState[] s_items = new TimerState[1024];
+        static int[] s_free = new int[1024];
+        static int s_freeCount, s_next;
+
+        /// <summary>Keeps <paramref name="state"/>; returns the user data that names it.</summary>
+        public static IntPtr Add(TimerState state)
+        {
+            lock (s_lock)
+            {
+                int i;
+                if (s_freeCount > 0)
+                {
+                    i = s_free[--s_freeCount];
+                }
+                else
+                {
+                    if (s_next == s_items.Length)
+                    {
+                        var bigger = new TimerState[s_items.Length * 2];
+                        Array.Copy(s_items, bigger, s_items.Length);
+                        Volatile.Write(ref s_items, bigger);
+                    }
+                    i = s_next++;
+                }
+                s_items[i] = state;
+                return (IntPtr)(i + 1);
+            }
+        }
+
+        /// <summary>The state <paramref name="userData"/> names, or null (zero, or out of range).</summary>
+        public static TimerState Get(IntPtr userData)
+        {
+            long i = (long)userData - 1;
+            var items = Volatile.Read(ref s_items);
+            return (ulong)i < (ulong)items.Length ? items[i] : null;
+        }
+
+        /// <summary>Gives back the entry <paramref name="userData"/> names (once per
+        /// <see cref="Add"/>).</summary>
+        public static void Remove(IntPtr userData)
+        {
+            int i = (int)((long)userData - 1);
+            lock (s_lock)
+            {
+                s_items[i] = null;
+                if (s_freeCount == s_free.Length) Array.Resize(ref s_free, s_free.Length * 2);
+                s_free[s_freeCount++] = i;
+            }
+        }
+
+        /// <summary>Entries in use (tests).</summary>
+        internal static int Live
+        {
+            get { lock (s_lock) return s_next - s_freeCount; }
+        }
+    }
+}
