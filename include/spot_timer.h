@@ -289,7 +289,8 @@ extern "C" {
  * schema every binding is checked against); 2.9 `spot_timer_reset` (a timeout reset in
  * place, the user data swapped) and `spot_release_reason` (a release hook learns why its
  * generation ended); 2.10 `spot_timer_register_held` and `spot_timer_release_hold` (a
- * handle that keeps its generation's result as long as it holds it).
+ * handle that keeps its generation's result as long as it holds it) and
+ * `spot_timer_cancel_keeping` (an idle timer's cancel that calls no release function).
  */
 #define SPOT_ABI_VERSION ((2 << 16) | 10)
 
@@ -2140,6 +2141,26 @@ spot_status spot_timer_cancel_async(uint64_t rt,
                                     uint64_t tag,
                                     uint32_t *out_done,
                                     uint32_t *out_end_reason);
+
+/**
+ * spot_timer_cancel_async for a host that keeps its own state per generation (an index
+ * into its table as `user_data`): when the generation is idle and its end has no other
+ * work, it ends here with one compare-and-swap and its release function does NOT run —
+ * `*out_done` 1, `*out_kept` 1: the host cleans up what it knows, with no call back into it.
+ * Otherwise the end is the ordinary one: `*out_done` 1 and `*out_kept` 0 when it ended here
+ * (its release function ran, on this thread); `*out_done` 0 when it ends later (its record
+ * is with a host; its release function runs then, and no notice record follows: call
+ * spot_timer_cancel to wait for it). `*out_end_reason` (may be NULL) is written when done.
+ *
+ * Thread-safe. Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT, SPOT_E_INVALID_ARGUMENT,
+ * SPOT_E_STALE_TIMER, SPOT_E_CLEANUP_FAILED (ended here, its release function failed),
+ * SPOT_E_CLOSED.
+ */
+spot_status spot_timer_cancel_keeping(uint64_t rt,
+                                      struct spot_timer t,
+                                      uint32_t *out_done,
+                                      uint32_t *out_end_reason,
+                                      uint32_t *out_kept);
 
 /**
  * Fills `*out` with the fixed-size statistics of generation `t` (also after it ended,

@@ -4,7 +4,7 @@
 use std::ffi::c_void;
 use std::time::Duration;
 
-use spot_timer_core::{EndResult, Swap, TimerId, TimerSpec};
+use spot_timer_core::{Cancelled, EndResult, Swap, TimerId, TimerSpec};
 
 use crate::boundary::{boundary, with_versioned, write_versioned, Failure, FfiResult, Out};
 use crate::core_runtime::{stale, timer_id, Payload};
@@ -347,6 +347,50 @@ pub unsafe extern "C" fn spot_timer_cancel_async(
                 Ok(())
             }
         }
+    })
+}
+
+/// spot_timer_cancel_async for a host that keeps its own state per generation (an index
+/// into its table as `user_data`): when the generation is idle and its end has no other
+/// work, it ends here with one compare-and-swap and its release function does NOT run —
+/// `*out_done` 1, `*out_kept` 1: the host cleans up what it knows, with no call back into it.
+/// Otherwise the end is the ordinary one: `*out_done` 1 and `*out_kept` 0 when it ended here
+/// (its release function ran, on this thread); `*out_done` 0 when it ends later (its record
+/// is with a host; its release function runs then, and no notice record follows: call
+/// spot_timer_cancel to wait for it). `*out_end_reason` (may be NULL) is written when done.
+///
+/// Thread-safe. Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT, SPOT_E_INVALID_ARGUMENT,
+/// SPOT_E_STALE_TIMER, SPOT_E_CLEANUP_FAILED (ended here, its release function failed),
+/// SPOT_E_CLOSED.
+#[no_mangle]
+pub unsafe extern "C" fn spot_timer_cancel_keeping(
+    rt: u64,
+    t: spot_timer,
+    out_done: *mut u32,
+    out_end_reason: *mut u32,
+    out_kept: *mut u32,
+) -> spot_status {
+    boundary("spot_timer_cancel_keeping", || {
+        let done = Out::new(out_done, "out_done")?;
+        let kept = Out::new(out_kept, "out_kept")?;
+        let out = Out::optional(out_end_reason, "out_end_reason")?;
+        let id = timer_id(&t)?;
+        let ffi = handles::get(rt)?;
+        let (r, was_kept) = match ffi.rt.cancel_timer_keeping_payload(id) {
+            Err(spot_timer_core::Error::StaleHandle) => return Err(stale(&t)),
+            Err(e) => return Err(e.into()),
+            Ok(Cancelled::Later) => {
+                done.write(0);
+                kept.write(0);
+                return Ok(());
+            }
+            Ok(Cancelled::PayloadKept(r)) => (r, 1),
+            Ok(Cancelled::Released(r)) => (r, 0),
+        };
+        end_result(r, out)?;
+        done.write(1);
+        kept.write(was_kept);
+        Ok(())
     })
 }
 

@@ -77,7 +77,8 @@ pub const SPOT_FIRST_DUE_DEFAULT: u64 = u64::MAX;
 /// schema every binding is checked against); 2.9 `spot_timer_reset` (a timeout reset in
 /// place, the user data swapped) and `spot_release_reason` (a release hook learns why its
 /// generation ended); 2.10 `spot_timer_register_held` and `spot_timer_release_hold` (a
-/// handle that keeps its generation's result as long as it holds it).
+/// handle that keeps its generation's result as long as it holds it) and
+/// `spot_timer_cancel_keeping` (an idle timer's cancel that calls no release function).
 #[allow(clippy::identity_op)] // spelled (major << 16) | minor, as hosts read it
 pub const SPOT_ABI_VERSION: u32 = (2 << 16) | 10;
 

@@ -944,6 +944,53 @@ static void held_timers_keep_their_result(void) {
     CHECK_OK(spot_runtime_free(rt));
 }
 
+static void cancel_keeping_calls_no_release_function_for_an_idle_timer(void) {
+    uint64_t rt = manual_runtime();
+    uint64_t ep = owner(rt, 1, SPOT_GATE_SERIAL);
+    struct spot_timer_spec sp = spec_every(10 * MS, SPOT_POLICY_SKIP_LATE_TICKS, 1);
+    struct spot_timer idle, busy;
+    uint32_t done = 9, reason = 99, kept = 9;
+    atomic_store(&ok_release_calls, 0);
+    /* idle: ends here, the release function does not run, the end is recorded */
+    CHECK_OK(spot_timer_register(rt, 1, ep, 1, &sp, (void *)0x1, ok_release, &idle));
+    CHECK_OK(spot_timer_cancel_keeping(rt, idle, &done, &reason, &kept));
+    CHECK_EQ_U64(done, 1);
+    CHECK_EQ_U64(kept, 1);
+    CHECK_EQ_U64(reason, SPOT_END_CANCELLED);
+    CHECK_EQ_U64(atomic_load(&ok_release_calls), 0);
+    CHECK_OK(spot_timer_cancel(rt, idle, 0, &reason));
+    CHECK_EQ_U64(reason, SPOT_END_CANCELLED);
+    /* its record with the host: ends later, the ordinary way (its release function runs once) */
+    CHECK_OK(spot_timer_register(rt, 1, ep, 2, &sp, (void *)0x2, ok_release, &busy));
+    struct spot_record r[4];
+    CHECK_OK(spot_advance(rt, 10 * MS));
+    CHECK_EQ_U64(xchg(rt, NULL, 0, r, 4), 1);
+    CHECK_OK(spot_record_begin(rt, &r[0]));
+    reason = 99;
+    CHECK_OK(spot_timer_cancel_keeping(rt, busy, &done, &reason, &kept));
+    CHECK_EQ_U64(done, 0);
+    CHECK_EQ_U64(kept, 0);
+    CHECK_EQ_U64(reason, 99);
+    CHECK_EQ_U64(complete_and_take(rt, &r[0], SPOT_OUTCOME_OK, r + 1, 3), 0);
+    CHECK_EQ_U64(atomic_load(&ok_release_calls), 1);
+    CHECK_OK(spot_timer_cancel(rt, busy, 0, &reason));
+    CHECK_EQ_U64(reason, SPOT_END_CANCELLED);
+    /* an ended one answers its result again; bad input */
+    CHECK_OK(spot_timer_cancel_keeping(rt, idle, &done, NULL, &kept));
+    CHECK_EQ_U64(done, 1);
+    CHECK_EQ_U64(kept, 0);
+    CHECK_ST(spot_timer_cancel_keeping(rt, idle, NULL, &reason, &kept), SPOT_E_NULL_ARGUMENT);
+    CHECK_ST(spot_timer_cancel_keeping(rt, idle, &done, &reason, NULL), SPOT_E_NULL_ARGUMENT);
+    struct spot_timer bad = idle;
+    bad.reserved = 1;
+    CHECK_ST(spot_timer_cancel_keeping(rt, bad, &done, &reason, &kept), SPOT_E_INVALID_ARGUMENT);
+    CHECK_ST(spot_timer_cancel_keeping(rt + 1, idle, &done, &reason, &kept), SPOT_E_INVALID_HANDLE);
+    struct spot_timer never = {.generation = 1, .slot = 12345, .reserved = 0};
+    CHECK_ST(spot_timer_cancel_keeping(rt, never, &done, &reason, &kept), SPOT_E_STALE_TIMER);
+    CHECK_EQ_U64(atomic_load(&ok_release_calls), 1);
+    CHECK_OK(spot_runtime_free(rt));
+}
+
 static void reset_moves_idle_timers_in_place(void) {
     uint64_t rt = manual_runtime();
     uint64_t ep = owner(rt, 1, SPOT_GATE_SERIAL);
@@ -1059,6 +1106,7 @@ void run_contract_tests(void) {
     RUN(contract_01_reregister_drops_pending_ticks);
     RUN(rearm_supersedes_in_place_and_keeps_the_result);
     RUN(held_timers_keep_their_result);
+    RUN(cancel_keeping_calls_no_release_function_for_an_idle_timer);
     RUN(reset_moves_idle_timers_in_place);
     RUN(release_hooks_learn_the_end_reason);
     RUN(contract_02_cancel_lets_running_callback_finish);

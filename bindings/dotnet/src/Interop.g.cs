@@ -173,7 +173,8 @@ namespace SpotTimer.Interop
         /// schema every binding is checked against); 2.9 <c>spot_timer_reset</c> (a timeout reset in
         /// place, the user data swapped) and <c>spot_release_reason</c> (a release hook learns why its
         /// generation ended); 2.10 <c>spot_timer_register_held</c> and <c>spot_timer_release_hold</c> (a
-        /// handle that keeps its generation's result as long as it holds it).</summary>
+        /// handle that keeps its generation's result as long as it holds it) and
+        /// <c>spot_timer_cancel_keeping</c> (an idle timer's cancel that calls no release function).</summary>
         public const uint ABI_VERSION = ((2 << 16) | 10);
         /// <summary>The outcome cell of a batch record whose outcome the host has not written yet.</summary>
         public const uint BATCH_PENDING = uint.MaxValue;
@@ -1365,6 +1366,20 @@ namespace SpotTimer.Interop
         /// SPOT_E_STALE_TIMER, SPOT_E_CLEANUP_FAILED, SPOT_E_CLOSED.</para></summary>
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         public static extern int spot_timer_cancel_async(ulong rt, spot_timer t, ulong tag, uint* out_done, uint* out_end_reason);
+
+        /// <summary>spot_timer_cancel_async for a host that keeps its own state per generation (an index
+        /// into its table as <c>user_data</c>): when the generation is idle and its end has no other
+        /// work, it ends here with one compare-and-swap and its release function does NOT run —
+        /// <c>*out_done</c> 1, <c>*out_kept</c> 1: the host cleans up what it knows, with no call back into it.
+        /// Otherwise the end is the ordinary one: <c>*out_done</c> 1 and <c>*out_kept</c> 0 when it ended here
+        /// (its release function ran, on this thread); <c>*out_done</c> 0 when it ends later (its record
+        /// is with a host; its release function runs then, and no notice record follows: call
+        /// spot_timer_cancel to wait for it). <c>*out_end_reason</c> (may be NULL) is written when done.
+        /// <para>Thread-safe. Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT, SPOT_E_INVALID_ARGUMENT,
+        /// SPOT_E_STALE_TIMER, SPOT_E_CLEANUP_FAILED (ended here, its release function failed),
+        /// SPOT_E_CLOSED.</para></summary>
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern int spot_timer_cancel_keeping(ulong rt, spot_timer t, uint* out_done, uint* out_end_reason, uint* out_kept);
 
         /// <summary>Fills <c>*out</c> with the fixed-size statistics of generation <c>t</c> (also after it ended,
         /// until its slot is reused). Set <c>out-&gt;struct_size = sizeof(spot_timer_stats)</c> first.

@@ -15,8 +15,41 @@ namespace SpotTimer
         internal void StartCancel(Timer t)
         {
             if (t.State.Finished) return;
+            CancelResult kept;
+            if (TryCancelKeeping(t, out kept)) return;
             uint reason;
             if (NativeCancel(t, 0, &reason) == 0) t.State.Confirm(reason);
+        }
+
+        /// <summary>The cancel of a timer whose end runs nothing of the application's (no OnRelease,
+        /// nothing signalled) and that is not running: it ends in the library with one
+        /// compare-and-swap and its state is given back here, with no call from the library into
+        /// managed code (spot_timer_cancel_keeping). False when that did not end it: the caller
+        /// goes the ordinary way (its cancel is already requested if it was live).</summary>
+        bool TryCancelKeeping(Timer t, out CancelResult result)
+        {
+            result = default(CancelResult);
+            var st = t.State;
+            if (st.OnRelease != null || st.EndSignal != null || Disposed) return false;
+            uint done = 0, reason = 0, kept = 0;
+            if (Native.spot_timer_cancel_keeping(Raw, t.Id, &done, &reason, &kept) != 0 || done == 0)
+                return false;
+            if (kept != 0)
+            {
+                // What the release hook does, for an end that had nothing of the host's to run:
+                // no record of it is with the host (it was idle), so its entry goes now.
+                StateTable.Remove(st.UserData);
+                st.Ended = true;
+                st.Sync = null; st.Async = null; st.AsyncToken = null;
+                st.Confirm(reason);
+                st.Finished = true;
+            }
+            else
+            {
+                st.Confirm(reason);
+            }
+            result = new CancelResult((EndReason)reason);
+            return true;
         }
 
         int NativeCancel(Timer t, long timeoutNs, uint* reason)
@@ -70,6 +103,8 @@ namespace SpotTimer
                 finally { Volatile.Write(ref _waiting, prevWaiting); }
                 return Result(s1, reason, t, timeoutNs);
             }
+            CancelResult kept;
+            if (TryCancelKeeping(t, out kept)) return kept;
             int s = NativeCancel(t, timeoutNs, &reason);
             return Result(s, reason, t, timeoutNs);
         }
