@@ -9,7 +9,7 @@ use crate::clock::Nanos;
 use crate::end::EndReason;
 use crate::hash::hash_u64;
 use crate::owner::gate::{self, Take};
-use crate::owner::NO_DEADLINE;
+use crate::owner::{EXPIRED, NO_DEADLINE};
 use crate::policy::{Next, Schedule};
 use crate::queue::Entry;
 use crate::runtime::ready::Pending;
@@ -186,20 +186,23 @@ impl<P> Shared<P> {
     /// The lease of owner `owner_index` may have run out at `work.now`: if so, marks it
     /// expired and ends every timer of that authority with `LeaseExpired` (T6). Safe to
     /// call from any thread, any number of times.
+    ///
+    /// The caller may have read the deadline of an authority that is gone: a record of a
+    /// released owner whose index a new owner has taken since. Ends are claimed under the
+    /// owner lock, which an acquisition holds while it sets the new authority's deadline,
+    /// and only while the index's authority is the expired one; they are finished after
+    /// the lock (release hooks are host code).
     pub(crate) fn expire_owner(&self, owner_index: u32, work: &mut Work) {
         let owner = self.owners.entry(owner_index);
         if !owner.expire_if_due(work.now) {
             return;
         }
-        self.end_all_of(owner_index, EndReason::LeaseExpired, work);
-    }
-
-    /// Ends every live generation of owner `owner_index` with `reason`. Ends are claimed
-    /// under the owner lock and finished after it is released (release hooks are host code).
-    pub(crate) fn end_all_of(&self, owner_index: u32, reason: EndReason, work: &mut Work) {
         let claims = {
-            let mut book = self.owners.entry(owner_index).book.lock();
-            self.claim_all_locked(&mut book, reason)
+            let mut book = owner.book.lock();
+            if owner.deadline.load(Acquire) != EXPIRED {
+                return; // acquired again since: its timers are a new authority's
+            }
+            self.claim_all_locked(&mut book, EndReason::LeaseExpired)
         };
         self.finish_claims(claims, work);
     }
@@ -254,7 +257,7 @@ impl<P> Shared<P> {
             return;
         }
         let deadline = owner.deadline.load(Acquire);
-        if deadline == NO_DEADLINE || deadline == crate::owner::EXPIRED {
+        if deadline == NO_DEADLINE || deadline == EXPIRED {
             return;
         }
         if deadline > work.now {
