@@ -1,6 +1,7 @@
 //! Owner indexes are reused once an owner is forgotten. Nothing a forgotten owner left in
 //! the deadline queue (a lease entry) may touch the owner that reuses its index, and a
-//! release or revocation always ends timers as `Revoked`. Manual clock: deterministic.
+//! release or revocation always ends timers as `Revoked`. Manual clock, deterministic,
+//! but for one race on the real clock with a delivering host (its own deadline).
 
 mod common;
 
@@ -380,5 +381,63 @@ fn released_owners_reusing_indexes_with_due_lease_entries_end_revoked() {
             &wrong[..wrong.len().min(3)]
         );
         assert!(timers.iter().all(|t| t.result().is_some()));
+    }
+}
+
+/// A record of an owner that was released (its index given to the next owner) may reach a
+/// host after the next owner took the index: the host's look at the released authority's
+/// deadline (expired at its release) must not end the next owner's timers. Real clock and
+/// a delivering host thread; the window moves with the number of records in flight.
+#[test]
+fn a_record_of_a_released_owner_never_expires_the_next_owner_of_its_index() {
+    let rounds: u64 = std::env::var("INDEX_REUSE_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100_000);
+    let rt = std::sync::Arc::new(Runtime::<u64>::new(RuntimeConfig::default()).unwrap());
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let host = delivering_host(rt.clone(), stop.clone());
+    let until = std::time::Instant::now() + Duration::from_secs(120);
+    let mut next = Vec::new();
+    for round in 0..rounds {
+        assert!(
+            std::time::Instant::now() < until,
+            "no progress: round {round}"
+        );
+        // Records due at once, in flight while the owner is released.
+        let gone = rt
+            .acquire_owner(2 * round + 1, OwnerOptions::default())
+            .unwrap();
+        for k in 0..(round % 8 + 1) {
+            let _ = gone.register_id(k, TimerSpec::after(Duration::ZERO), round, None);
+        }
+        let _ = gone.release();
+        // The next owner, no lease: whatever index it gets, nothing may expire it.
+        let o = rt
+            .acquire_owner(2 * round + 2, OwnerOptions::default())
+            .unwrap();
+        let t = o
+            .register(0, TimerSpec::after(Duration::from_secs(3600)), round, None)
+            .unwrap();
+        next.push((round, t, o));
+        if next.len() > 64 {
+            let (r, t, o) = next.remove(0);
+            assert_eq!(
+                t.result(),
+                None,
+                "round {r}: a timer of an owner without a lease ended"
+            );
+            drop(t);
+            o.release().unwrap();
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    host.join().unwrap();
+    for (r, t, _) in &next {
+        assert_eq!(
+            t.result(),
+            None,
+            "round {r}: a timer of an owner without a lease ended"
+        );
     }
 }
