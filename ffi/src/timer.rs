@@ -64,19 +64,38 @@ pub unsafe extern "C" fn spot_timer_register(
     out_timer: *mut spot_timer,
 ) -> spot_status {
     boundary("spot_timer_register", || {
-        let (spec, out) = spec_and_out(spec, out_timer)?;
-        let ffi = handles::get(rt)?;
-        let id = ffi.rt.register_for(
-            owner_id,
-            epoch,
-            key,
-            spec,
-            Payload::new(user_data, release),
-            None,
-        )?;
-        write_timer(out, id);
-        Ok(())
+        register(
+            rt, owner_id, epoch, key, spec, user_data, release, out_timer, false,
+        )
     })
+}
+
+/// spot_timer_register and spot_timer_register_held alike: the latter's handle holds.
+#[allow(clippy::too_many_arguments)]
+unsafe fn register(
+    rt: u64,
+    owner_id: u64,
+    epoch: u64,
+    key: u64,
+    spec: *const spot_timer_spec,
+    user_data: *mut c_void,
+    release: spot_release_fn,
+    out_timer: *mut spot_timer,
+    held: bool,
+) -> FfiResult {
+    let (spec, out) = spec_and_out(spec, out_timer)?;
+    let ffi = handles::get(rt)?;
+    let payload = Payload::new(user_data, release);
+    let id = if held {
+        ffi.rt
+            .register_held_for(owner_id, epoch, key, spec, payload, None)?
+            .into_id()
+    } else {
+        ffi.rt
+            .register_for(owner_id, epoch, key, spec, payload, None)?
+    };
+    write_timer(out, id);
+    Ok(())
 }
 
 /// spot_timer_register, and the handle written to `*out_timer` *holds* its generation:
@@ -101,18 +120,9 @@ pub unsafe extern "C" fn spot_timer_register_held(
     out_timer: *mut spot_timer,
 ) -> spot_status {
     boundary("spot_timer_register_held", || {
-        let (spec, out) = spec_and_out(spec, out_timer)?;
-        let ffi = handles::get(rt)?;
-        let held = ffi.rt.register_held_for(
-            owner_id,
-            epoch,
-            key,
-            spec,
-            Payload::new(user_data, release),
-            None,
-        )?;
-        write_timer(out, held.into_id());
-        Ok(())
+        register(
+            rt, owner_id, epoch, key, spec, user_data, release, out_timer, true,
+        )
     })
 }
 

@@ -297,9 +297,25 @@ impl<P: Clone + Send + Sync + 'static> Runtime<P> {
         payload: P,
         release: Option<ReleaseHook>,
     ) -> Result<TimerId> {
+        self.register_by_epoch(owner_id, epoch, key, spec, payload, release, false)
+    }
+
+    /// [`Runtime::register_for`] and [`Runtime::register_held_for`] alike.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn register_by_epoch(
+        &self,
+        owner_id: OwnerId,
+        epoch: u64,
+        key: TimerKey,
+        spec: TimerSpec,
+        payload: P,
+        release: Option<ReleaseHook>,
+        hold: bool,
+    ) -> Result<TimerId> {
         let index = authority_by_epoch(&self.shared, owner_id, epoch)?;
         self.shared
-            .register(index, epoch, key, &spec, payload, release, false)
+            .register(index, epoch, key, &spec, payload, release, hold)
     }
 
     /// [`Owner::register_held`] under the authority (`owner_id`, `epoch`) a host kept (the
@@ -313,10 +329,7 @@ impl<P: Clone + Send + Sync + 'static> Runtime<P> {
         payload: P,
         release: Option<ReleaseHook>,
     ) -> Result<HeldTimer> {
-        let index = authority_by_epoch(&self.shared, owner_id, epoch)?;
-        let id = self
-            .shared
-            .register(index, epoch, key, &spec, payload, release, true)?;
+        let id = self.register_by_epoch(owner_id, epoch, key, spec, payload, release, true)?;
         Ok(HeldTimer::new(&self.shared, id))
     }
 
