@@ -8,6 +8,8 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "util.h"
@@ -1100,12 +1102,100 @@ static void release_hooks_learn_the_end_reason(void) {
     CHECK_OK(spot_runtime_free(rt));
 }
 
+/* T6 through the C ABI: an owner released while its records are in flight gives its index
+ * to the next owner; a host's look at the released authority (ended at its release) must
+ * not end the timers of the owner that took the index. Real clock, a host thread running
+ * the documented loop (exchange, spot_record_begin, completions); a varying wait moves the
+ * release across the records' delivery. The far timers' release functions say whether and
+ * how they ended. */
+enum { REUSE_KEPT = 64 };
+static _Atomic uint32_t far_end[REUSE_KEPT + 1];
+static atomic_int reuse_stop;
+static atomic_long reuse_ran;
+
+static int32_t far_release(void *ud, char *msg, size_t len) {
+    (void)msg; (void)len;
+    atomic_store(&far_end[(uintptr_t)ud], spot_release_reason() + 1);
+    return 0;
+}
+
+static void *reuse_host(void *p) {
+    uint64_t rt = *(uint64_t *)p;
+    struct spot_record recs[64];
+    struct spot_completion done[64];
+    size_t n_done = 0, n = 0;
+    while (!atomic_load(&reuse_stop)) {
+        spot_status s = spot_exchange(rt, done, n_done, recs, 64, 5 * 1000000LL, &n);
+        CHECK(s == SPOT_OK);
+        n_done = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (recs[i].kind != SPOT_RECORD_TICK) continue;
+            uint32_t outcome = SPOT_OUTCOME_NOT_STARTED;
+            if (spot_record_begin(rt, &recs[i]) == SPOT_OK) {
+                atomic_fetch_add(&reuse_ran, 1);
+                outcome = SPOT_OUTCOME_OK;
+            }
+            done[n_done++] = (struct spot_completion){recs[i].token, outcome, 0};
+        }
+    }
+    if (n_done) CHECK_OK(spot_complete(rt, done, n_done));
+    return NULL;
+}
+
+static void a_record_of_a_released_owner_never_expires_the_next_owner_of_its_index(void) {
+    const char *env = getenv("SPOT_C_RACE_ROUNDS");
+    uint64_t rounds = env ? 100 * (uint64_t)atoi(env) : 20000;
+    struct spot_runtime_config cfg = {0};
+    cfg.struct_size = sizeof cfg;
+    cfg.clock = SPOT_CLOCK_REAL;
+    cfg.delivery = SPOT_DELIVERY_EXCHANGE;
+    uint64_t rt = 0;
+    CHECK_OK(spot_runtime_new(&cfg, &rt));
+    atomic_store(&reuse_stop, 0);
+    atomic_store(&reuse_ran, 0);
+    pthread_t host;
+    CHECK(pthread_create(&host, NULL, reuse_host, &rt) == 0);
+    struct { uint64_t round, id, epoch; } kept[REUSE_KEPT + 1];
+    struct spot_timer_spec now = spec_once(0), far = spec_once(3600ull * 1000 * MS);
+    time_t deadline = time(NULL) + 120;
+    for (uint64_t r = 0; r < rounds && h_failed_checks == 0; r++) {
+        CHECK(time(NULL) < deadline); /* no progress */
+        uint64_t gone_epoch = owner(rt, 2 * r + 1, SPOT_GATE_SERIAL);
+        for (uint64_t k = 0; k <= r % 8; k++) (void)reg(rt, 2 * r + 1, gone_epoch, k, now);
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        do clock_gettime(CLOCK_MONOTONIC, &t1);
+        while ((t1.tv_sec - t0.tv_sec) * 1000000000L + (t1.tv_nsec - t0.tv_nsec) < (long)(r % 41) * 1000);
+        CHECK_OK(spot_owner_release(rt, 2 * r + 1, gone_epoch));
+        /* the next owner, no lease: whatever index it gets, nothing may end it */
+        uint64_t slot = r % (REUSE_KEPT + 1);
+        if (r > REUSE_KEPT) {
+            CHECK_EQ_U64(atomic_load(&far_end[slot]), 0); /* still live */
+            CHECK_OK(spot_owner_release(rt, kept[slot].id, kept[slot].epoch));
+            CHECK_EQ_U64(atomic_load(&far_end[slot]), SPOT_END_REVOKED + 1);
+        }
+        atomic_store(&far_end[slot], 0);
+        kept[slot].round = r;
+        kept[slot].id = 2 * r + 2;
+        kept[slot].epoch = owner(rt, 2 * r + 2, SPOT_GATE_SERIAL);
+        struct spot_timer t;
+        CHECK_OK(spot_timer_register(rt, 2 * r + 2, kept[slot].epoch, 0, &far,
+                                     (void *)(uintptr_t)slot, far_release, &t));
+    }
+    for (int i = 0; i <= REUSE_KEPT; i++) CHECK_EQ_U64(atomic_load(&far_end[i]), 0);
+    atomic_store(&reuse_stop, 1);
+    CHECK(pthread_join(host, NULL) == 0);
+    fprintf(stderr, "    records of released owners that ran: %ld\n", atomic_load(&reuse_ran));
+    CHECK_OK(spot_runtime_free(rt));
+}
+
 void run_contract_tests(void) {
     RUN(owner_release_forgets_owners);
     RUN(abi_layout);
     RUN(contract_01_reregister_drops_pending_ticks);
     RUN(rearm_supersedes_in_place_and_keeps_the_result);
     RUN(held_timers_keep_their_result);
+    RUN(a_record_of_a_released_owner_never_expires_the_next_owner_of_its_index);
     RUN(cancel_keeping_calls_no_release_function_for_an_idle_timer);
     RUN(reset_moves_idle_timers_in_place);
     RUN(release_hooks_learn_the_end_reason);

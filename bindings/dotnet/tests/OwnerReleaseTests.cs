@@ -231,5 +231,48 @@ namespace SpotTimer.Tests
                 Assert.AreEqual(1, Volatile.Read(ref runs), mode.ToString());
             }
         }
+        /// <summary>Contract T6: an owner released while its records are in flight gives its
+        /// index to the next owner; the dispatcher's look at the released authority (ended at its
+        /// release) must not end the timers of the owner that took the index. Real clock and the
+        /// dispatcher thread; a varying wait moves the window.</summary>
+        [Test, Timeout(180000)]
+        public void RecordOfAReleasedOwner_NeverExpiresTheNextOwnerOfItsIndex()
+        {
+            const int Rounds = 20000;
+            int ran = 0, farRan = 0;
+            using (var rt = new Runtime())
+            {
+                var deadline = DateTime.UtcNow + TimeSpan.FromSeconds(120);
+                var kept = new Queue<Tuple<int, Timer, Owner>>();
+                var spin = new System.Diagnostics.Stopwatch();
+                for (int r = 0; r < Rounds; r++)
+                {
+                    Assert.Less(DateTime.UtcNow, deadline, "no progress: round " + r);
+                    var gone = rt.AcquireOwner((ulong)(2 * r + 1));
+                    for (int k = 0; k <= r % 8; k++)
+                        gone.After((ulong)k, TimeSpan.Zero, t => Interlocked.Increment(ref ran));
+                    spin.Restart();
+                    while (spin.Elapsed.TotalMilliseconds * 1000 < r % 41) { }
+                    gone.Release();
+                    // The next owner, no lease: whatever index it gets, nothing may end it.
+                    var next = rt.AcquireOwner((ulong)(2 * r + 2));
+                    kept.Enqueue(Tuple.Create(r, next.After(0, TimeSpan.FromHours(1),
+                        t => Interlocked.Increment(ref farRan)), next));
+                    if (kept.Count > 64)
+                    {
+                        var old = kept.Dequeue();
+                        if (old.Item2.HasEnded)
+                            Assert.Fail("round " + old.Item1 + ": ended " + old.Item2.Cancel(T.Wait).Reason);
+                        old.Item3.Release();
+                        Assert.AreEqual(EndReason.Revoked, old.Item2.Cancel(T.Wait).Reason, "round " + old.Item1);
+                    }
+                }
+                foreach (var k in kept)
+                    if (k.Item2.HasEnded)
+                        Assert.Fail("round " + k.Item1 + ": ended " + k.Item2.Cancel(T.Wait).Reason);
+                Assert.AreEqual(0, Volatile.Read(ref farRan));
+                Console.WriteLine("records of released owners that ran: " + Volatile.Read(ref ran));
+            }
+        }
     }
 }

@@ -224,3 +224,39 @@ def test_reacquire_inside_handler_after_release_keeps_the_owner(manual):
     box["new"].release()
     manual.advance(0)
     assert manual.stats().owners == 0
+
+
+def test_a_record_of_a_released_owner_never_expires_the_next_owner_of_its_index():
+    """Contract T6: an owner released while its records are in flight gives its index to
+    the next owner; the dispatcher's look at the released authority (ended at its
+    release) must not end the timers of the owner that took the index. Real clock and a
+    dispatcher thread; the window moves with the number of records in flight."""
+    rounds = 20_000
+    ran = []
+    far_ran = []
+    with st.Runtime() as rt:
+        deadline = time.monotonic() + 120
+        kept = []
+        for r in range(rounds):
+            assert time.monotonic() < deadline, f"no progress: round {r}"
+            gone = rt.owner(2 * r + 1)
+            for k in range(r % 8 + 1):
+                gone.after(0, ran.append, key=k)
+            # A varying wait lets the dispatcher receive some of them before the release.
+            until = time.perf_counter() + (r % 41) * 1e-6
+            while time.perf_counter() < until:
+                pass
+            gone.release()
+            # The next owner, no lease: whatever index it gets, nothing may end it.
+            nxt = rt.owner(2 * r + 2)
+            kept.append((r, nxt.after(3600, far_ran.append, key=0), nxt))
+            if len(kept) > 64:
+                old_round, timer, owner = kept.pop(0)
+                assert timer.is_live, (old_round, timer.result())
+                owner.release()
+                assert timer.result() is st.EndReason.REVOKED
+        for old_round, timer, _ in kept:
+            assert timer.is_live, (old_round, timer.result())
+        assert far_ran == []
+        print("records of released owners that ran:", len(ran))
+        assert rt.stats().owners >= len(kept)
