@@ -290,9 +290,11 @@ extern "C" {
  * place, the user data swapped) and `spot_release_reason` (a release hook learns why its
  * generation ended); 2.10 `spot_timer_register_held` and `spot_timer_release_hold` (a
  * handle that keeps its generation's result as long as it holds it) and
- * `spot_timer_cancel_keeping` (an idle timer's cancel that calls no release function).
+ * `spot_timer_cancel_keeping` (an idle timer's cancel that calls no release function);
+ * 2.11 `spot_runtime_close_handing_back` (a close that hands the user data of the
+ * generations it ends back in batches, instead of a release call per generation).
  */
-#define SPOT_ABI_VERSION ((2 << 16) | 10)
+#define SPOT_ABI_VERSION ((2 << 16) | 11)
 
 /**
  * The outcome cell of a batch record whose outcome the host has not written yet.
@@ -839,6 +841,15 @@ struct spot_runtime_config {
      */
     uint64_t resolution_ns;
 };
+
+/**
+ * Receives, during `spot_runtime_close_handing_back`, the user data of `n` generations
+ * the close ended (`n` ≥ 1, at most 1,024 per call), in place of their release functions:
+ * each ended `SPOT_END_RUNTIME_CLOSED`, its release function will not run, and its user
+ * data is the host's again. Called on the closing thread; the array is valid only during
+ * the call. It must not unwind into the library.
+ */
+typedef void (*spot_handback_fn)(void *env, void *const *user_data, size_t n);
 
 /**
  * A snapshot of a runtime's counters (each field a counter unless marked as a gauge). Set
@@ -1738,7 +1749,7 @@ spot_status spot_node_run(uint64_t node,
 
 /**
  * The ABI version of the library: `(major << 16) | minor`; this header is
- * `SPOT_ABI_VERSION` (2.9). A host built against major M works with a library of the
+ * `SPOT_ABI_VERSION`. A host built against major M works with a library of the
  * same major M and a minor >= its own.
  *
  * Infallible. Thread-safe.
@@ -1778,6 +1789,22 @@ spot_status spot_runtime_new(const struct spot_runtime_config *cfg, uint64_t *ou
  * Thread-safe. Errors: SPOT_E_INVALID_HANDLE.
  */
 spot_status spot_runtime_close(uint64_t rt);
+
+/**
+ * Closes a runtime as `spot_runtime_close` does, except that the generations this call
+ * ends hand their user data to `handback` (on this thread, up to 1,024 per call) instead
+ * of calling their release functions one by one: a host that owns many timers takes them
+ * back with one call per batch. Each of those generations ended `SPOT_END_RUNTIME_CLOSED`
+ * (as a cancel says afterwards) and its release function never runs; generations without
+ * a release function are not listed. As with release functions at a close, the list
+ * includes generations whose records the host still holds (a batch in progress): free
+ * their user data once that batch is done. A generation another thread ends meanwhile
+ * runs its release function there, as usual. Closing a closed runtime does nothing and
+ * calls `handback` for nothing.
+ *
+ * Thread-safe. Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT (`handback`).
+ */
+spot_status spot_runtime_close_handing_back(uint64_t rt, spot_handback_fn handback, void *env);
 
 /**
  * Frees a runtime: every live timer ends with SPOT_END_RUNTIME_CLOSED (release hooks

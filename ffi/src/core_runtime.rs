@@ -2,7 +2,7 @@
 //! payloads, and the helpers every export uses on it (timer ids, the thread's batch-callback
 //! mark). The exports live in `runtime.rs`, `owner.rs`, `timer.rs` and `delivery.rs`.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::ffi::{c_char, c_void, CStr};
 
 use spot_timer_core::{EndReason, Runtime, TimerId};
@@ -42,11 +42,92 @@ pub(crate) fn release_reason() -> u32 {
     RELEASE_REASON.with(Cell::get)
 }
 
-/// Runs a payload's C release function (if any) when its generation ends (`why`).
+/// Up to this many user data are handed back per call of a `spot_handback_fn`.
+const HANDBACK_BATCH: usize = 1024;
+
+/// A close that hands user data back in batches (`spot_runtime_close_handing_back`).
+struct HandBack {
+    f: unsafe extern "C" fn(*mut c_void, *const *mut c_void, usize),
+    env: usize,
+    batch: Vec<*mut c_void>,
+}
+
+thread_local! {
+    /// While this thread closes a runtime handing user data back: where it goes.
+    static HANDING_BACK: RefCell<Option<HandBack>> = const { RefCell::new(None) };
+}
+
+/// Closes `rt` on this thread; every generation the close ends whose release function
+/// would run hands its user data to `f` instead, in batches. A generation ended by another
+/// thread meanwhile still runs its release function there.
+pub(crate) fn close_handing_back(
+    rt: &Runtime<Payload>,
+    f: unsafe extern "C" fn(*mut c_void, *const *mut c_void, usize),
+    env: *mut c_void,
+) {
+    let outer = HANDING_BACK.with(|h| {
+        h.borrow_mut().replace(HandBack {
+            f,
+            env: env as usize,
+            batch: Vec::with_capacity(HANDBACK_BATCH),
+        })
+    });
+    rt.close();
+    let mine = HANDING_BACK.with(|h| std::mem::replace(&mut *h.borrow_mut(), outer));
+    if let Some(mut mine) = mine {
+        flush(&mut mine);
+    }
+}
+
+/// Hands the collected user data to the host and empties the batch.
+fn flush(h: &mut HandBack) {
+    if !h.batch.is_empty() {
+        // SAFETY: the host's function, with its own env and an array of `len` pointers it
+        // gave the library, valid for the call.
+        unsafe { (h.f)(h.env as *mut c_void, h.batch.as_ptr(), h.batch.len()) };
+        h.batch.clear();
+    }
+}
+
+/// Keeps `p`'s user data for the hand-back when this thread closes a runtime handing user
+/// data back; false otherwise.
+fn handed_back(p: &Payload) -> bool {
+    // The host function runs with the batch taken out of the thread's cell: it may end
+    // other generations, whose user data then start a new batch.
+    let full = HANDING_BACK.with(|h| {
+        let mut h = h.borrow_mut();
+        let Some(h) = h.as_mut() else {
+            return Some(None);
+        };
+        h.batch.push(p.user_data as *mut c_void);
+        if h.batch.len() < HANDBACK_BATCH {
+            return None;
+        }
+        Some(Some(HandBack {
+            f: h.f,
+            env: h.env,
+            batch: std::mem::replace(&mut h.batch, Vec::with_capacity(HANDBACK_BATCH)),
+        }))
+    });
+    match full {
+        Some(None) => false,
+        Some(Some(mut full)) => {
+            flush(&mut full);
+            true
+        }
+        None => true,
+    }
+}
+
+/// Runs a payload's C release function (if any) when its generation ends (`why`), or
+/// hands its user data back when this thread closes the runtime handing them back.
 pub(crate) fn release_payload(p: &Payload, why: EndReason) -> Result<(), String> {
     let Some(f) = p.release else {
         return Ok(());
     };
+    if why == EndReason::RuntimeClosed && handed_back(p) {
+        return Ok(());
+    }
     let mut msg = [0 as c_char; RELEASE_MSG_LEN];
     // A hook may end another generation, whose hook runs nested: restore the outer reason.
     let outer = RELEASE_REASON.with(|r| r.replace(u32::from(why.code())));

@@ -2,6 +2,7 @@
 //! own: timers are checked against the core's slot words, owners are resolved by their
 //! epoch.
 
+use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,14 +10,14 @@ use std::time::Duration;
 use spot_timer_core::{ClockKind, Runtime, RuntimeConfig, Sink};
 
 use crate::boundary::{boundary, read_versioned, write_versioned, Failure, Out};
-use crate::core_runtime::{release_payload, FfiRuntime, Payload};
+use crate::core_runtime::{close_handing_back, release_payload, FfiRuntime, Payload};
 use crate::delivery::CallbackHandler;
 use crate::handles;
 use crate::status::*;
 use crate::types::*;
 
 /// The ABI version of the library: `(major << 16) | minor`; this header is
-/// `SPOT_ABI_VERSION` (2.9). A host built against major M works with a library of the
+/// `SPOT_ABI_VERSION`. A host built against major M works with a library of the
 /// same major M and a minor >= its own.
 ///
 /// Infallible. Thread-safe.
@@ -125,6 +126,33 @@ pub unsafe extern "C" fn spot_runtime_new(
 pub extern "C" fn spot_runtime_close(rt: u64) -> spot_status {
     boundary("spot_runtime_close", || {
         handles::get(rt)?.rt.close();
+        Ok(())
+    })
+}
+
+/// Closes a runtime as `spot_runtime_close` does, except that the generations this call
+/// ends hand their user data to `handback` (on this thread, up to 1,024 per call) instead
+/// of calling their release functions one by one: a host that owns many timers takes them
+/// back with one call per batch. Each of those generations ended `SPOT_END_RUNTIME_CLOSED`
+/// (as a cancel says afterwards) and its release function never runs; generations without
+/// a release function are not listed. As with release functions at a close, the list
+/// includes generations whose records the host still holds (a batch in progress): free
+/// their user data once that batch is done. A generation another thread ends meanwhile
+/// runs its release function there, as usual. Closing a closed runtime does nothing and
+/// calls `handback` for nothing.
+///
+/// Thread-safe. Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT (`handback`).
+#[no_mangle]
+pub extern "C" fn spot_runtime_close_handing_back(
+    rt: u64,
+    handback: spot_handback_fn,
+    env: *mut c_void,
+) -> spot_status {
+    boundary("spot_runtime_close_handing_back", || {
+        let f = handback
+            .ok_or_else(|| Failure::new(SPOT_E_NULL_ARGUMENT, "`handback` must not be NULL"))?;
+        let ffi = handles::get(rt)?;
+        close_handing_back(&ffi.rt, f, env);
         Ok(())
     })
 }

@@ -78,9 +78,11 @@ pub const SPOT_FIRST_DUE_DEFAULT: u64 = u64::MAX;
 /// place, the user data swapped) and `spot_release_reason` (a release hook learns why its
 /// generation ended); 2.10 `spot_timer_register_held` and `spot_timer_release_hold` (a
 /// handle that keeps its generation's result as long as it holds it) and
-/// `spot_timer_cancel_keeping` (an idle timer's cancel that calls no release function).
+/// `spot_timer_cancel_keeping` (an idle timer's cancel that calls no release function);
+/// 2.11 `spot_runtime_close_handing_back` (a close that hands the user data of the
+/// generations it ends back in batches, instead of a release call per generation).
 #[allow(clippy::identity_op)] // spelled (major << 16) | minor, as hosts read it
-pub const SPOT_ABI_VERSION: u32 = (2 << 16) | 10;
+pub const SPOT_ABI_VERSION: u32 = (2 << 16) | 11;
 
 /// The outcome cell of a batch record whose outcome the host has not written yet.
 pub const SPOT_BATCH_PENDING: u32 = u32::MAX;
@@ -205,6 +207,14 @@ pub type spot_finalizer_fn = Option<unsafe extern "C" fn(env: *mut c_void)>;
 /// (defer the free until that batch is done).
 pub type spot_release_fn =
     Option<unsafe extern "C" fn(user_data: *mut c_void, msg: *mut c_char, msg_len: usize) -> i32>;
+
+/// Receives, during `spot_runtime_close_handing_back`, the user data of `n` generations
+/// the close ended (`n` ≥ 1, at most 1,024 per call), in place of their release functions:
+/// each ended `SPOT_END_RUNTIME_CLOSED`, its release function will not run, and its user
+/// data is the host's again. Called on the closing thread; the array is valid only during
+/// the call. It must not unwind into the library.
+pub type spot_handback_fn =
+    Option<unsafe extern "C" fn(env: *mut c_void, user_data: *const *mut c_void, n: usize)>;
 
 /// How to build a runtime. Versioned: set `struct_size = sizeof(spot_runtime_config)` and
 /// zero everything you do not set.

@@ -543,7 +543,7 @@ static void contract_t10_one_crossing_per_wakeup(void) {
 /* The layout the bindings mirror (x86_64 / any LP64 target). */
 static void abi_layout(void) {
     CHECK_EQ_U64(spot_abi_version(), SPOT_ABI_VERSION);
-    CHECK_EQ_U64(SPOT_ABI_VERSION, 0x0002000a); /* 2.10: spot_timer_register_held, spot_timer_release_hold (2.9: spot_timer_reset) */
+    CHECK_EQ_U64(SPOT_ABI_VERSION, 0x0002000b); /* 2.11: spot_runtime_close_handing_back (2.10: spot_timer_register_held) */
     CHECK_EQ_U64(sizeof(struct spot_pass), 40); /* 2.7 */
     CHECK_EQ_U64(offsetof(struct spot_pass, ran), 8);
     CHECK_EQ_U64(offsetof(struct spot_pass, notices), 32);
@@ -993,6 +993,68 @@ static void cancel_keeping_calls_no_release_function_for_an_idle_timer(void) {
     CHECK_OK(spot_runtime_free(rt));
 }
 
+/* spot_runtime_close_handing_back: every generation the close ends with a release
+ * function hands its user data back, once, in batches of at most 1,024; no release
+ * function runs; the cancels afterwards say SPOT_END_RUNTIME_CLOSED. */
+enum { HB_N = 2500 };
+static unsigned char hb_seen[HB_N + 3];
+static size_t hb_calls, hb_largest;
+static uint64_t hb_rt;
+
+static void count_handback(void *env, void *const *user_data, size_t n) {
+    CHECK(env == (void *)&hb_calls);
+    hb_calls++;
+    if (n > hb_largest) hb_largest = n;
+    for (size_t i = 0; i < n; i++) {
+        uintptr_t u = (uintptr_t)user_data[i];
+        CHECK(u >= 1 && u <= HB_N + 1);
+        if (u >= 1 && u <= HB_N + 1) hb_seen[u]++;
+    }
+    /* the library may be called from here: closing again does nothing */
+    CHECK_OK(spot_runtime_close(hb_rt));
+}
+
+static void close_handing_back_returns_user_data_in_batches(void) {
+    uint64_t rt = manual_runtime();
+    hb_rt = rt;
+    memset(hb_seen, 0, sizeof hb_seen);
+    hb_calls = hb_largest = 0;
+    atomic_store(&ok_release_calls, 0);
+    uint64_t ep = owner(rt, 1, SPOT_GATE_SERIAL);
+    struct spot_timer_spec sp = spec_every(10 * MS, SPOT_POLICY_SKIP_LATE_TICKS, 1);
+    struct spot_timer t[HB_N + 1], bare;
+    for (uint64_t i = 0; i < HB_N; i++)
+        CHECK_OK(spot_timer_register(rt, 1, ep, i, &sp, (void *)(uintptr_t)(i + 1), ok_release, &t[i]));
+    CHECK_OK(spot_timer_register(rt, 1, ep, HB_N + 1, &sp, (void *)(uintptr_t)(HB_N + 2), NULL, &bare));
+    /* one whose callback the host is running when the runtime closes */
+    struct spot_timer_spec once = spec_once(MS);
+    CHECK_OK(spot_timer_register(rt, 1, ep, HB_N, &once, (void *)(uintptr_t)(HB_N + 1), ok_release, &t[HB_N]));
+    struct spot_record r[2];
+    CHECK_OK(spot_advance(rt, MS));
+    CHECK_EQ_U64(xchg(rt, NULL, 0, r, 2), 1);
+    CHECK_OK(spot_record_begin(rt, &r[0]));
+
+    CHECK_ST(spot_runtime_close_handing_back(rt, NULL, NULL), SPOT_E_NULL_ARGUMENT);
+    CHECK_ST(spot_runtime_close_handing_back(rt + 1, count_handback, &hb_calls), SPOT_E_INVALID_HANDLE);
+    CHECK_EQ_U64(hb_calls, 0);
+    CHECK_OK(spot_runtime_close_handing_back(rt, count_handback, &hb_calls));
+    for (size_t u = 1; u <= HB_N + 1; u++) CHECK_EQ_U64(hb_seen[u], 1);
+    CHECK_EQ_U64(hb_seen[HB_N + 2], 0); /* no release function: not listed */
+    CHECK_EQ_U64(hb_calls, (HB_N + 1 + 1023) / 1024);
+    CHECK_EQ_U64(hb_largest, 1024);
+    CHECK_EQ_U64(atomic_load(&ok_release_calls), 0);
+    uint32_t reason = 99;
+    CHECK_OK(spot_timer_cancel(rt, t[7], 0, &reason));
+    CHECK_EQ_U64(reason, SPOT_END_RUNTIME_CLOSED);
+    /* again: nothing more is handed back */
+    CHECK_OK(spot_runtime_close_handing_back(rt, count_handback, &hb_calls));
+    CHECK_EQ_U64(hb_calls, (HB_N + 1 + 1023) / 1024);
+    struct spot_completion done = {r[0].token, SPOT_OUTCOME_OK, 0};
+    (void)spot_complete(rt, &done, 1);
+    CHECK_OK(spot_runtime_free(rt));
+    CHECK_EQ_U64(atomic_load(&ok_release_calls), 0);
+}
+
 static void reset_moves_idle_timers_in_place(void) {
     uint64_t rt = manual_runtime();
     uint64_t ep = owner(rt, 1, SPOT_GATE_SERIAL);
@@ -1198,6 +1260,7 @@ void run_contract_tests(void) {
     RUN(a_record_of_a_released_owner_never_expires_the_next_owner_of_its_index);
     RUN(cancel_keeping_calls_no_release_function_for_an_idle_timer);
     RUN(reset_moves_idle_timers_in_place);
+    RUN(close_handing_back_returns_user_data_in_batches);
     RUN(release_hooks_learn_the_end_reason);
     RUN(contract_02_cancel_lets_running_callback_finish);
     RUN(contract_03_concurrent_cancels_see_one_result);

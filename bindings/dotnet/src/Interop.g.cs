@@ -174,8 +174,10 @@ namespace SpotTimer.Interop
         /// place, the user data swapped) and <c>spot_release_reason</c> (a release hook learns why its
         /// generation ended); 2.10 <c>spot_timer_register_held</c> and <c>spot_timer_release_hold</c> (a
         /// handle that keeps its generation's result as long as it holds it) and
-        /// <c>spot_timer_cancel_keeping</c> (an idle timer's cancel that calls no release function).</summary>
-        public const uint ABI_VERSION = ((2 << 16) | 10);
+        /// <c>spot_timer_cancel_keeping</c> (an idle timer's cancel that calls no release function);
+        /// 2.11 <c>spot_runtime_close_handing_back</c> (a close that hands the user data of the
+        /// generations it ends back in batches, instead of a release call per generation).</summary>
+        public const uint ABI_VERSION = ((2 << 16) | 11);
         /// <summary>The outcome cell of a batch record whose outcome the host has not written yet.</summary>
         public const uint BATCH_PENDING = uint.MaxValue;
         /// <summary>The outcome cell of a batch record the host keeps and completes later itself (an
@@ -713,6 +715,14 @@ namespace SpotTimer.Interop
     [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
     internal unsafe delegate void spot_finalizer_fn(IntPtr env);
 
+    /// <summary>Receives, during <c>spot_runtime_close_handing_back</c>, the user data of <c>n</c> generations
+    /// the close ended (<c>n</c> ≥ 1, at most 1,024 per call), in place of their release functions:
+    /// each ended <c>SPOT_END_RUNTIME_CLOSED</c>, its release function will not run, and its user
+    /// data is the host's again. Called on the closing thread; the array is valid only during
+    /// the call. It must not unwind into the library.</summary>
+    [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
+    internal unsafe delegate void spot_handback_fn(IntPtr env, IntPtr user_data, UIntPtr n);
+
     /// <summary>Releases a timer's user data once, when its generation ends, on the thread that ends
     /// it: the canceller (spot_timer_cancel of a timer whose record the host does not hold),
     /// the registering thread (superseding an idle timer), the revoking or releasing thread,
@@ -1059,7 +1069,7 @@ namespace SpotTimer.Interop
         public static extern int spot_node_run(ulong node, long timeout_ns, UIntPtr max, IntPtr run, IntPtr env, spot_pass* out_pass);
 
         /// <summary>The ABI version of the library: <c>(major &lt;&lt; 16) | minor</c>; this header is
-        /// <c>SPOT_ABI_VERSION</c> (2.9). A host built against major M works with a library of the
+        /// <c>SPOT_ABI_VERSION</c>. A host built against major M works with a library of the
         /// same major M and a minor &gt;= its own.
         /// <para>Infallible. Thread-safe.</para></summary>
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
@@ -1091,6 +1101,20 @@ namespace SpotTimer.Interop
         /// <para>Thread-safe. Errors: SPOT_E_INVALID_HANDLE.</para></summary>
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         public static extern int spot_runtime_close(ulong rt);
+
+        /// <summary>Closes a runtime as <c>spot_runtime_close</c> does, except that the generations this call
+        /// ends hand their user data to <c>handback</c> (on this thread, up to 1,024 per call) instead
+        /// of calling their release functions one by one: a host that owns many timers takes them
+        /// back with one call per batch. Each of those generations ended <c>SPOT_END_RUNTIME_CLOSED</c>
+        /// (as a cancel says afterwards) and its release function never runs; generations without
+        /// a release function are not listed. As with release functions at a close, the list
+        /// includes generations whose records the host still holds (a batch in progress): free
+        /// their user data once that batch is done. A generation another thread ends meanwhile
+        /// runs its release function there, as usual. Closing a closed runtime does nothing and
+        /// calls <c>handback</c> for nothing.
+        /// <para>Thread-safe. Errors: SPOT_E_INVALID_HANDLE, SPOT_E_NULL_ARGUMENT (<c>handback</c>).</para></summary>
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern int spot_runtime_close_handing_back(ulong rt, IntPtr handback, IntPtr env);
 
         /// <summary>Frees a runtime: every live timer ends with SPOT_END_RUNTIME_CLOSED (release hooks
         /// run), threads blocked in this runtime's calls wake with SPOT_E_CLOSED, the scheduler

@@ -18,46 +18,73 @@ namespace SpotTimer
             {
                 if (userData == IntPtr.Zero) return 0;
                 var st = StateTable.Get(userData);
+                if (st == null) return 0;
                 // Once per generation. Outside a close no record of it is with the host any more;
                 // during a close the batch in progress may still name it.
-                if (st != null && st.Core.Disposed) st.Core._releasedWhileClosing.Enqueue(userData);
-                else if (st != null) StateTable.Remove(userData);
-                if (st == null) return 0;
-                st.Ended = true;
-                // Taken, not read: a Reset that could not move in place may take it at once.
-                Action onRelease = Interlocked.Exchange(ref st.OnRelease, null);
-                st.Sync = null; st.Async = null; st.AsyncToken = null;
-                try
-                {
-                    if (onRelease == null) return 0;
-                    try
-                    {
-                        onRelease();
-                        return 0;
-                    }
-                    catch (Exception e)
-                    {
-                        string m = string.IsNullOrEmpty(e.Message) ? e.GetType().Name : e.Message;
-                        st.CleanupError = m;
-                        Native.WriteMessage(msg, msgLen, m);
-                        return 1;
-                    }
-                }
-                finally
-                {
-                    // The generation's result stays with its state (and every Timer of it) for
-                    // as long as they live, whatever becomes of its slot in the library.
-                    uint why = Native.spot_release_reason();
-                    if (why <= (uint)EndReason.RuntimeClosed) st.Confirm(why);
-                    st.Finished = true;
-                    // A handler token is cancelled (from the thread pool), a TickStream stops.
-                    st.Core.NoteReleased(st);
-                }
+                if (st.Core.Disposed) st.Core._releasedWhileClosing.Enqueue(userData);
+                else StateTable.Remove(userData);
+                string failure = Finish(st, Native.spot_release_reason());
+                if (failure == null) return 0;
+                Native.WriteMessage(msg, msgLen, failure);
+                return 1;
             }
             catch (Exception)
             {
                 return 1;
             }
+        }
+
+        /// <summary>The close's hand-back: <paramref name="n"/> generations ended RuntimeClosed, in
+        /// place of as many release hooks. Their entries are given back at once: the close runs
+        /// where no batch of this runtime is in progress (<see cref="CloseAndFree"/>), so no
+        /// record in hand names them.</summary>
+        static unsafe void HandBackThunk(IntPtr env, IntPtr userData, UIntPtr n)
+        {
+            try
+            {
+                var items = (IntPtr*)userData;
+                int count = (int)(ulong)n;
+                for (int i = 0; i < count; i++)
+                {
+                    var st = StateTable.Get(items[i]);
+                    if (st != null) Finish(st, (uint)EndReason.RuntimeClosed);
+                }
+                StateTable.RemoveAll(items, count);
+            }
+            catch (Exception)
+            {
+                // Nothing may unwind into native code.
+            }
+        }
+
+        /// <summary>The end of generation <paramref name="st"/> (<paramref name="why"/>, as the
+        /// library says): its OnRelease runs, its result is recorded in the state (and so in every
+        /// Timer of it) for as long as they live, whatever becomes of its slot in the library, a
+        /// handler token is cancelled and a TickStream stops. Returns the OnRelease's failure
+        /// message, or null.</summary>
+        static string Finish(TimerState st, uint why)
+        {
+            st.Ended = true;
+            // Taken, not read: a Reset that could not move in place may take it at once.
+            Action onRelease = Interlocked.Exchange(ref st.OnRelease, null);
+            st.Sync = null; st.Async = null; st.AsyncToken = null;
+            string failure = null;
+            try
+            {
+                if (onRelease != null) onRelease();
+            }
+            catch (Exception e)
+            {
+                failure = string.IsNullOrEmpty(e.Message) ? e.GetType().Name : e.Message;
+                st.CleanupError = failure;
+            }
+            finally
+            {
+                if (why <= (uint)EndReason.RuntimeClosed) st.Confirm(why);
+                st.Finished = true;
+                st.Core.NoteReleased(st);
+            }
+            return failure;
         }
 
         // ------------------------------------------------------------------ callback delivery

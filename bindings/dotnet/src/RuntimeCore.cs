@@ -17,9 +17,11 @@ namespace SpotTimer
         static readonly spot_release_fn s_release = ReleaseThunk;
         static readonly spot_batch_fn s_batch = BatchThunk;
         static readonly spot_finalizer_fn s_finalizer = FinalizerThunk;
+        static readonly spot_handback_fn s_handBack = HandBackThunk;
         static readonly IntPtr s_releasePtr = Marshal.GetFunctionPointerForDelegate(s_release);
         static readonly IntPtr s_batchPtr = Marshal.GetFunctionPointerForDelegate(s_batch);
         static readonly IntPtr s_finalizerPtr = Marshal.GetFunctionPointerForDelegate(s_finalizer);
+        static readonly IntPtr s_handBackPtr = Marshal.GetFunctionPointerForDelegate(s_handBack);
 
         // What a registration without options reads (never written: no allocation per call).
         static readonly TimerOptions s_defaultOptions = new TimerOptions();
@@ -196,11 +198,12 @@ namespace SpotTimer
         // ------------------------------------------------------------------ close and free
 
         /// <summary>The native end of a dispose (no batch in progress): close (every live
-        /// generation ends with RuntimeClosed, its release hook runs here, which records that
-        /// result in its state), then free the handle.</summary>
+        /// generation ends with RuntimeClosed; the library hands their states back a thousand at
+        /// a time, and each records that result and runs its OnRelease here), then free the
+        /// handle.</summary>
         internal int CloseAndFree(ulong rt)
         {
-            Native.spot_runtime_close(rt);
+            Native.spot_runtime_close_handing_back(rt, s_handBackPtr, IntPtr.Zero);
             return Native.spot_runtime_free(rt);
         }
 

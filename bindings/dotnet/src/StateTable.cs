@@ -65,6 +65,23 @@ namespace SpotTimer
             }
         }
 
+        /// <summary>Gives back the entries of the <paramref name="count"/> user data at
+        /// <paramref name="userData"/> (each once per <see cref="Add"/>), under one lock.</summary>
+        public static unsafe void RemoveAll(IntPtr* userData, int count)
+        {
+            lock (s_lock)
+            {
+                if (s_free.Length - s_freeCount < count)
+                    Array.Resize(ref s_free, Math.Max(s_free.Length * 2, s_freeCount + count));
+                for (int k = 0; k < count; k++)
+                {
+                    int i = (int)((long)userData[k] - 1);
+                    s_items[i] = null;
+                    s_free[s_freeCount++] = i;
+                }
+            }
+        }
+
         /// <summary>Entries in use (tests).</summary>
         internal static int Live
         {

@@ -330,6 +330,60 @@ namespace SpotTimer.Tests
             Assert.AreEqual(10, released);
         }
 
+        /// <summary>A dispose takes its timers back from the library in batches of a thousand:
+        /// across several batches, each generation ends once with its own result — RuntimeClosed,
+        /// or CleanupFailed with its OnRelease's message — its OnRelease runs once,
+        /// and generations that ended earlier keep their result.</summary>
+        [Test, Timeout(60000)]
+        public void RuntimeDisposedWith3500LiveTimers_EachEndsOnceWithItsOwnResult()
+        {
+            const int N = 3500;
+            var releases = new int[N];
+            var rt = new Runtime();
+            var owner = rt.AcquireOwner(1);
+            var timers = new Timer[N];
+            for (int i = 0; i < N; i++)
+            {
+                int k = i;
+                var options = new TimerOptions();
+                if (i % 3 == 0) options.OnRelease = () => Interlocked.Increment(ref releases[k]);
+                if (i == 1234) options.OnRelease = () => { Interlocked.Increment(ref releases[k]); throw new InvalidOperationException("cleanup 1234 failed"); };
+                if (i % 7 == 0)
+                    timers[i] = owner.After((ulong)i, TimeSpan.FromMinutes(5), (t, ct) => Task.CompletedTask, options);
+                else
+                    timers[i] = owner.After((ulong)i, TimeSpan.FromMinutes(5), t => { }, options);
+            }
+            Assert.AreEqual(EndReason.Cancelled, timers[5].Cancel(T.Wait).Reason);
+            var superseded = timers[6];
+            timers[6] = owner.After(6, TimeSpan.FromMinutes(5), t => { });
+            Assert.AreEqual(EndReason.Superseded, superseded.Cancel(T.Wait).Reason);
+            long live = StateTableLive();
+            rt.Dispose();
+            for (int i = 0; i < N; i++)
+            {
+                Assert.IsTrue(timers[i].HasEnded, "timer " + i);
+                if (i == 1234)
+                {
+                    var e = Assert.Throws<CleanupFailedException>(() => timers[i].Cancel(T.Wait));
+                    StringAssert.Contains("cleanup 1234 failed", e.Message);
+                }
+                else
+                {
+                    Assert.AreEqual(i == 5 ? EndReason.Cancelled : EndReason.RuntimeClosed, timers[i].Cancel(T.Wait).Reason, "timer " + i);
+                }
+                Assert.AreEqual(i % 3 == 0 || i == 1234 ? 1 : 0, releases[i], "OnRelease of timer " + i);
+            }
+            Assert.AreEqual(EndReason.Superseded, superseded.Cancel(T.Wait).Reason);
+            // At least ours (N live, one cancelled): a finalized runtime of another test gives its back too.
+            Assert.LessOrEqual(StateTableLive(), live - (N - 1), "the states of the disposed runtime's timers are given back");
+        }
+
+        static long StateTableLive()
+        {
+            var table = typeof(Runtime).Assembly.GetType("SpotTimer.StateTable");
+            return (int)table.GetProperty("Live", System.Reflection.BindingFlags.NonPublic | System.Reflection.BindingFlags.Static).GetValue(null);
+        }
+
         [Test]
         public void OneShot_DeliversOnce_WithIndicesOne_ThenCompleted()
         {
@@ -697,7 +751,7 @@ namespace SpotTimer.Tests
         [Test]
         public void StatusNamesAndAbiVersion()
         {
-            Assert.AreEqual(0x0002000au, SpotTimer.Interop.Native.spot_abi_version()); // 2.10: spot_timer_register_held, spot_timer_release_hold (2.9: spot_timer_reset)
+            Assert.AreEqual(0x0002000bu, SpotTimer.Interop.Native.spot_abi_version()); // 2.11: spot_runtime_close_handing_back (2.10: spot_timer_register_held)
             Assert.AreEqual("SPOT_E_TIMEOUT", SpotTimer.Interop.Native.StatusName(11));
             Assert.AreEqual("SPOT_E_UNKNOWN_STATUS", SpotTimer.Interop.Native.StatusName(999));
         }
