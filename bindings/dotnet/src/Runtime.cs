@@ -577,34 +577,37 @@ namespace SpotTimer
     }
 
     /// <summary>One timer generation. Cancel it blocking (<see cref="Cancel(TimeSpan)"/>) or not
-    /// (<see cref="CancelAsync"/>); every caller sees the same terminal result. Two Timer objects
-    /// of the same generation (the registering one and a tick's <see cref="Tick.Timer"/>) are
-    /// equal (==, Equals).</summary>
-    public sealed class Timer : IDisposable, IAsyncDisposable, IEquatable<Timer>
+    /// (<see cref="CancelAsync"/>); every caller sees the same terminal result. A tick's
+    /// <see cref="Tick.Timer"/> is the very object the registration returned. A Timer does not
+    /// keep its <see cref="Runtime"/> alive: keep a reference to the Runtime (or Dispose it) for
+    /// as long as its timers should run; an abandoned Runtime is finalized and its timers end
+    /// <see cref="EndReason.RuntimeClosed"/>.</summary>
+    public sealed partial class Timer : IDisposable, IAsyncDisposable, IEquatable<Timer>
     {
-        internal readonly Runtime Rt;
-        internal readonly TimerState State;
         internal spot_timer Id;
         int _disposed;
 
-        internal Timer(Runtime rt, TimerState state, ulong ownerId, ulong key)
+        internal Timer() { }
+
+        /// <summary>The Runtime, while it is alive (null once it was collected).</summary>
+        internal Runtime Rt
         {
-            Rt = rt; State = state; OwnerId = ownerId; Key = key;
+            get { Runtime rt; return Core.RuntimeRef != null && Core.RuntimeRef.TryGetTarget(out rt) ? rt : null; }
         }
 
         /// <summary>The id of the timer's owner.</summary>
-        public ulong OwnerId { get; private set; }
+        public ulong OwnerId { get; internal set; }
         /// <summary>The timer's key within its owner.</summary>
-        public ulong Key { get; private set; }
+        public ulong Key { get; internal set; }
         /// <summary>The generation's number: unique in the process.</summary>
         public ulong Generation { get { return Id.generation; } }
         /// <summary>True once the generation ended (its cleanup ran).</summary>
-        public bool HasEnded { get { return State.Ended; } }
+        public bool HasEnded { get { return Ended; } }
 
         internal bool IsCurrentHandler()
         {
             var cur = RuntimeCore.CurrentTimer;
-            return cur != null && cur == State;
+            return cur != null && cur == this;
         }
 
         /// <summary>Cancels and waits up to <paramref name="timeout"/> (Timeout.InfiniteTimeSpan: forever)
@@ -619,10 +622,10 @@ namespace SpotTimer
         public CancelResult Cancel(TimeSpan timeout)
         {
             long ns = Durations.TimeoutNs(timeout, "timeout");
-            State.SignalEnd();
-            if (State.Finished) return RuntimeCore.FromState(State);
-            if (Rt.IsDisposed) return Rt.Core.CancelClosed(this, ns);
-            return Rt.Core.CancelBlocking(this, ns);
+            SignalEnd();
+            if (Finished) return RuntimeCore.FromState(this);
+            if (Core.Disposed) return Core.CancelClosed(this, ns);
+            return Core.CancelBlocking(this, ns);
         }
 
         /// <summary>The wait of <see cref="Cancel()"/>: <see cref="Timeout.InfiniteTimeSpan"/>.</summary>
@@ -655,8 +658,8 @@ namespace SpotTimer
         /// (every caller sees the same one).</summary>
         public Task<CancelResult> CancelAsync(CancellationToken cancellationToken = default(CancellationToken))
         {
-            State.SignalEnd();
-            var shared = Rt.Core.CancelAsync(this);
+            SignalEnd();
+            var shared = Core.CancelAsync(this);
             if (!cancellationToken.CanBeCanceled || shared.IsCompleted) return shared;
             return WithCancellation(shared, cancellationToken);
         }
@@ -691,7 +694,7 @@ namespace SpotTimer
         /// RuntimeClosedException after the runtime's Dispose.</summary>
         public Timer Reset(TimeSpan dueTime)
         {
-            return Rt.Core.Reset(this, Durations.NonNegativeNs(dueTime, "dueTime"));
+            return Core.Reset(this, Durations.NonNegativeNs(dueTime, "dueTime"));
         }
 
         /// <summary>The generation's statistics (spot_timer_stats). ObjectDisposedException after
@@ -699,12 +702,14 @@ namespace SpotTimer
         public TimerStats GetStats()
         {
             if (Volatile.Read(ref _disposed) != 0) throw new ObjectDisposedException("SpotTimer.Timer");
+            var runtime = Rt;
+            if (runtime == null) throw new ObjectDisposedException("SpotTimer.Runtime");
             var st = new spot_timer_stats();
             var id = Id;
             unsafe
             {
                 st.struct_size = (uint)sizeof(spot_timer_stats);
-                Rt.Check(Rt.Call(rt => { spot_timer_stats x = st; int s = Native.spot_timer_stats(rt, id, &x); st = x; return s; }));
+                runtime.Check(runtime.Call(rt => { spot_timer_stats x = st; int s = Native.spot_timer_stats(rt, id, &x); st = x; return s; }));
             }
             return new TimerStats(ref st);
         }
@@ -714,9 +719,9 @@ namespace SpotTimer
         public void Dispose()
         {
             if (Interlocked.Exchange(ref _disposed, 1) != 0) return;
-            State.SignalEnd();
-            if (Rt.IsDisposed) return;
-            try { Rt.Core.StartCancel(this); }
+            SignalEnd();
+            if (Core.Disposed) return;
+            try { Core.StartCancel(this); }
             catch (SpotTimerException) { }
             catch (ObjectDisposedException) { }
         }
@@ -757,7 +762,7 @@ namespace SpotTimer
         /// <summary>Same generation of the same runtime.</summary>
         public bool Equals(Timer other)
         {
-            return !ReferenceEquals(other, null) && ReferenceEquals(State, other.State);
+            return ReferenceEquals(this, other);
         }
 
         /// <summary>Same generation of the same runtime.</summary>

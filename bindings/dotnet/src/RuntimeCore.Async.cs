@@ -12,7 +12,7 @@ namespace SpotTimer
     {
         // ------------------------------------------------------------------ async handlers
 
-        void StartAsync(TimerState st, Tick tick, ulong token, IntPtr liveWord, ulong liveValue,
+        void StartAsync(Timer st, Tick tick, ulong token, IntPtr liveWord, ulong liveValue,
                         ulong startedValue, IntPtr leaseWord)
         {
             Interlocked.Increment(ref _asyncInFlight);
@@ -45,7 +45,7 @@ namespace SpotTimer
             while (Volatile.Read(ref _liveReaders) != 0) spin.SpinOnce();
         }
 
-        void RunAsync(TimerState st, Tick tick, ulong token, IntPtr liveWord, ulong liveValue,
+        void RunAsync(Timer st, Tick tick, ulong token, IntPtr liveWord, ulong liveValue,
                       ulong startedValue, IntPtr leaseWord)
         {
             if (!TryStartAsync(liveWord, liveValue, startedValue, leaseWord))

@@ -62,7 +62,7 @@ namespace SpotTimer
         /// Timer of it) for as long as they live, whatever becomes of its slot in the library, a
         /// handler token is cancelled and a TickStream stops. Returns the OnRelease's failure
         /// message, or null.</summary>
-        static string Finish(TimerState st, uint why)
+        static string Finish(Timer st, uint why)
         {
             st.Ended = true;
             // Taken, not read: a Reset that could not move in place may take it at once.

@@ -14,11 +14,11 @@ namespace SpotTimer
 
         internal void StartCancel(Timer t)
         {
-            if (t.State.Finished) return;
+            if (t.Finished) return;
             CancelResult kept;
             if (TryCancelKeeping(t, out kept)) return;
             uint reason;
-            if (NativeCancel(t, 0, &reason) == 0) t.State.Confirm(reason);
+            if (NativeCancel(t, 0, &reason) == 0) t.Confirm(reason);
         }
 
         /// <summary>The cancel of a timer whose end runs nothing of the application's (no OnRelease,
@@ -29,7 +29,7 @@ namespace SpotTimer
         bool TryCancelKeeping(Timer t, out CancelResult result)
         {
             result = default(CancelResult);
-            var st = t.State;
+            var st = t;
             if (st.OnRelease != null || st.EndSignal != null || Disposed) return false;
             uint done = 0, reason = 0, kept = 0;
             if (Native.spot_timer_cancel_keeping(Raw, t.Id, &done, &reason, &kept) != 0 || done == 0)
@@ -61,7 +61,7 @@ namespace SpotTimer
         /// handle): the terminal result the close left, as <see cref="CancelClosed"/>.</summary>
         CancelResult Result(int status, uint reason, Timer t, long timeoutNs)
         {
-            var st = t.State;
+            var st = t;
             if (status == 0)
             {
                 st.Confirm(reason);
@@ -111,9 +111,9 @@ namespace SpotTimer
 
         // ------------------------------------------------------------------ after Dispose
 
-        /// <summary>The terminal result of a generation whose release hook ran (<see cref="TimerState.Finished"/>:
+        /// <summary>The terminal result of a generation whose release hook ran (<see cref="Timer.Finished"/>:
         /// it recorded why the generation ended): the same for every caller, as long as its Timer lives.</summary>
-        internal static CancelResult FromState(TimerState st)
+        internal static CancelResult FromState(Timer st)
         {
             string err = st.CleanupError;
             if (err != null) throw new CleanupFailedException(err);
@@ -130,7 +130,7 @@ namespace SpotTimer
         /// WouldDeadlockException instead.</summary>
         internal CancelResult CancelClosed(Timer t, long timeoutNs)
         {
-            var st = t.State;
+            var st = t;
             if (!st.Finished)
             {
                 if (t.IsCurrentHandler() || t_dispatching == this)
@@ -141,7 +141,7 @@ namespace SpotTimer
             return FromState(st);
         }
 
-        void WaitTerminal(TimerState st, long timeoutNs)
+        void WaitTerminal(Timer st, long timeoutNs)
         {
             var sw = System.Diagnostics.Stopwatch.StartNew();
             var spin = new SpinWait();
@@ -157,7 +157,7 @@ namespace SpotTimer
 
         /// <summary>Completes <paramref name="tcs"/> with the terminal result the dispose leaves
         /// (at once when known, else from the thread pool once the close has ended the generation).</summary>
-        void CompleteFromClosed(TaskCompletionSource<CancelResult> tcs, TimerState st)
+        void CompleteFromClosed(TaskCompletionSource<CancelResult> tcs, Timer st)
         {
             if (st == null) { tcs.TrySetResult(new CancelResult(EndReason.RuntimeClosed)); return; }
             Action complete = () =>
@@ -176,7 +176,7 @@ namespace SpotTimer
 
         internal Task<CancelResult> CancelAsync(Timer t)
         {
-            var st = t.State;
+            var st = t;
             lock (st)
             {
                 if (st.CancelTask != null) return st.CancelTask;

@@ -217,11 +217,13 @@ namespace SpotTimer
                 return C.BATCH_PENDING;
             }
             if (r->kind != C.RECORD_TICK) return C.BATCH_PENDING;
-            // A record in hand names a live handle (see TimerState).
+            // A record in hand names a live handle (see Timer).
             var st = StateTable.Get(r->user_data);
             if (st == null || st.Core != this || (st.Sync != null && !TryStart(r)))
                 return C.OUTCOME_NOT_STARTED;
-            var tick = new Tick(st, r->timer, r->owner_id, r->key, (long)r->delivery_index,
+            // A tick may come before the registering call has stored the generation's id.
+            if (st.Id.generation == 0) st.Id = r->timer;
+            var tick = new Tick(st, r->owner_id, r->key, (long)r->delivery_index,
                                 (long)r->scheduled_index, (long)r->skipped_ticks);
             Action<Tick> sync = st.Sync;
             if (sync != null)
@@ -276,7 +278,7 @@ namespace SpotTimer
                 == liveValue;
         }
 
-        void RaiseFailed(TimerState st, Tick tick, Exception e)
+        void RaiseFailed(Timer st, Tick tick, Exception e)
         {
             EventHandler<HandlerFailedEventArgs> h = _failed;
             if (h == null) return;

@@ -20,17 +20,18 @@ namespace SpotTimer
         /// still be taken (an end that took it first ran it).</summary>
         internal Timer Reset(Timer t, ulong delayNs)
         {
-            var old = t.State;
+            var old = t;
             if (old.EndSignal is TickChannel)
                 throw new InvalidOperationException(
                     "a TickStream's timer is not reset: dispose the stream and start another");
             Runtime rt = t.Rt;
+            if (rt == null) throw new RuntimeClosedException(SpotStatus.Closed, "the runtime was disposed");
             rt.ThrowIfClosed();
             // Read first: the release hook clears them once the generation ended.
             Action<Tick> sync = old.Sync;
             Func<Tick, Task> async = old.Async;
             Func<Tick, CancellationToken, Task> asyncToken = old.AsyncToken;
-            var next = new TimerState
+            var next = new Timer
             {
                 Core = this, Sync = sync, Async = async, AsyncToken = asyncToken, OnRelease = old.OnRelease,
                 OwnerId = old.OwnerId, OwnerEpoch = old.OwnerEpoch, Key = old.Key,
@@ -68,7 +69,7 @@ namespace SpotTimer
                 if (s != 0) new Owner(rt, old.OwnerId, old.OwnerEpoch).CheckAuthority(s);
                 return RegisterAgain(rt, old, delayNs, sync, async, asyncToken);
             }
-            next.Handle = id;
+            next.Id = id;
             // The old generation ended in place: Superseded, and its entry came back without
             // its release hook, which no record can reach any more (it was idle).
             StateTable.Remove(old.UserData);
@@ -79,14 +80,12 @@ namespace SpotTimer
             NoteRegistered(next); // takes the old one's place among the signalled
             old.SignalEnd();
             if (Disposed && next.EndSignal != null) next.SignalEnd();
-            var timer = new Timer(rt, next, old.OwnerId, old.Key);
-            timer.Id = id;
-            return timer;
+            return next;
         }
 
         /// <summary>The key registered again beside generation <paramref name="old"/>, which could
         /// not move in place: the registration supersedes it the ordinary way.</summary>
-        Timer RegisterAgain(Runtime rt, TimerState old, ulong delayNs, Action<Tick> sync,
+        Timer RegisterAgain(Runtime rt, Timer old, ulong delayNs, Action<Tick> sync,
                             Func<Tick, Task> async, Func<Tick, CancellationToken, Task> asyncToken)
         {
             var options = old.Options ?? s_defaultOptions;

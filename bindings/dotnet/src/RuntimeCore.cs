@@ -26,11 +26,11 @@ namespace SpotTimer
         // What a registration without options reads (never written: no allocation per call).
         static readonly TimerOptions s_defaultOptions = new TimerOptions();
 
-        [ThreadStatic] static TimerState t_currentTimer;
+        [ThreadStatic] static Timer t_currentTimer;
         [ThreadStatic] static RuntimeCore t_dispatching;
-        static readonly AsyncLocal<TimerState> s_asyncCurrent = new AsyncLocal<TimerState>();
+        static readonly AsyncLocal<Timer> s_asyncCurrent = new AsyncLocal<Timer>();
 
-        internal static TimerState CurrentTimer
+        internal static Timer CurrentTimer
         {
             get { return t_currentTimer ?? s_asyncCurrent.Value; }
         }
@@ -66,7 +66,7 @@ namespace SpotTimer
         internal struct KeyValuePair
         {
             public TaskCompletionSource<CancelResult> Tcs;
-            public TimerState State;
+            public Timer State;
         }
 
         internal RuntimeCore(RuntimeOptions options)
@@ -120,7 +120,7 @@ namespace SpotTimer
         // the dispose signal before the library's release hook would (the hook runs only after
         // a running handler ended, too late for a token the handler waits on). Empty, and never
         // locked on the registration path, as long as no such generation was registered.
-        readonly Dictionary<OwnerKey, TimerState> _signalled = new Dictionary<OwnerKey, TimerState>();
+        readonly Dictionary<OwnerKey, Timer> _signalled = new Dictionary<OwnerKey, Timer>();
         volatile int _signalledCount;
 
         internal struct OwnerKey : IEquatable<OwnerKey>
@@ -133,10 +133,10 @@ namespace SpotTimer
 
         /// <summary>After a successful registration of (owner, key): the generation it superseded
         /// is ending; the new one is remembered when it carries a signal.</summary>
-        void NoteRegistered(TimerState st)
+        void NoteRegistered(Timer st)
         {
             if (st.EndSignal == null && _signalledCount == 0) return;
-            TimerState old = null;
+            Timer old = null;
             var k = new OwnerKey { Owner = st.OwnerId, Key = st.Key };
             lock (_signalled)
             {
@@ -149,13 +149,13 @@ namespace SpotTimer
         }
 
         /// <summary>The release hook: the generation ended.</summary>
-        void NoteReleased(TimerState st)
+        void NoteReleased(Timer st)
         {
             if (st.EndSignal == null) return;
             var k = new OwnerKey { Owner = st.OwnerId, Key = st.Key };
             lock (_signalled)
             {
-                TimerState cur;
+                Timer cur;
                 if (_signalled.TryGetValue(k, out cur) && cur == st) _signalled.Remove(k);
                 _signalledCount = _signalled.Count;
             }
@@ -168,7 +168,7 @@ namespace SpotTimer
         internal void SignalEnding(ulong? ownerId, Func<ulong, bool> match = null)
         {
             if (_signalledCount == 0) return;
-            var hit = new List<TimerState>();
+            var hit = new List<Timer>();
             lock (_signalled)
             {
                 foreach (var st in _signalled.Values)
@@ -232,7 +232,7 @@ namespace SpotTimer
             rt.ThrowIfClosed();
 
             if (asyncToken != null && signal == null) signal = new TokenSignal();
-            var st = new TimerState
+            var st = new Timer
             {
                 Core = this, Sync = sync, Async = async, AsyncToken = asyncToken, OnRelease = options.OnRelease,
                 OwnerId = owner.Id, OwnerEpoch = owner.Epoch, Key = key, EndSignal = signal,
@@ -240,7 +240,6 @@ namespace SpotTimer
             };
             var tokenSignal = signal as TokenSignal;
             if (tokenSignal != null) st.HandlerToken = tokenSignal.Token;
-            var timer = new Timer(rt, st, owner.Id, key);
             IntPtr userData = StateTable.Add(st);
             st.UserData = userData;
             var spec = new spot_timer_spec();
@@ -271,13 +270,12 @@ namespace SpotTimer
                 StateTable.Remove(userData);
                 owner.CheckAuthority(s);
             }
-            timer.Id = id;
-            st.Handle = id;
+            st.Id = id;
             NoteRegistered(st);
             // Disposed meanwhile: the dispose's signal may have run before the note.
             if (Disposed && st.EndSignal != null) st.SignalEnd();
             EnsureDispatcher();
-            return timer;
+            return st;
         }
 
         void EnsureDispatcher()

@@ -9,18 +9,18 @@ namespace SpotTimer
     /// collection, not a million GC handles it scans as roots at every collection. An entry is
     /// taken at registration and given back by the generation's release hook (during a close, once
     /// no batch is in progress: <see cref="RuntimeCore.FreeReleased"/>), so a record in hand always
-    /// names a live entry (see <see cref="TimerState"/>).</summary>
+    /// names a live entry (see <see cref="Timer"/>).</summary>
     internal static class StateTable
     {
         static readonly object s_lock = new object();
         // Replaced, never shrunk, under the lock; read without it. A reader reaches an entry only
         // through a record or a hook of a generation registered after the entry was written.
-        static TimerState[] s_items = new TimerState[1024];
+        static Timer[] s_items = new Timer[1024];
         static int[] s_free = new int[1024];
         static int s_freeCount, s_next;
 
         /// <summary>Keeps <paramref name="state"/>; returns the user data that names it.</summary>
-        public static IntPtr Add(TimerState state)
+        public static IntPtr Add(Timer state)
         {
             lock (s_lock)
             {
@@ -33,7 +33,7 @@ namespace SpotTimer
                 {
                     if (s_next == s_items.Length)
                     {
-                        var bigger = new TimerState[s_items.Length * 2];
+                        var bigger = new Timer[s_items.Length * 2];
                         Array.Copy(s_items, bigger, s_items.Length);
                         Volatile.Write(ref s_items, bigger);
                     }
@@ -45,7 +45,7 @@ namespace SpotTimer
         }
 
         /// <summary>The state <paramref name="userData"/> names, or null (zero, or out of range).</summary>
-        public static TimerState Get(IntPtr userData)
+        public static Timer Get(IntPtr userData)
         {
             long i = (long)userData - 1;
             var items = Volatile.Read(ref s_items);

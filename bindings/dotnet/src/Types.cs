@@ -64,13 +64,11 @@ namespace SpotTimer
     /// <summary>Tick info handed to a handler (contract T4).</summary>
     public readonly struct Tick
     {
-        readonly TimerState _state;
-        readonly spot_timer _id;
+        readonly Timer _timer;
 
-        internal Tick(TimerState state, spot_timer id, ulong ownerId, ulong key, long delivery, long scheduled, long skipped)
+        internal Tick(Timer timer, ulong ownerId, ulong key, long delivery, long scheduled, long skipped)
         {
-            _state = state;
-            _id = id;
+            _timer = timer;
             OwnerId = ownerId;
             Key = key;
             DeliveryIndex = delivery;
@@ -78,9 +76,8 @@ namespace SpotTimer
             SkippedTicks = skipped;
         }
 
-        /// <summary>The timer this tick belongs to (may be null for a tick that arrives before
-        /// the registering call returned).</summary>
-        public Timer Timer { get { return _state != null ? _state.GetTimer(_id) : null; } }
+        /// <summary>The timer this tick belongs to: the very object its registration returned.</summary>
+        public Timer Timer { get { return _timer; } }
         /// <summary>The id of the timer's owner (<see cref="Owner.Id"/>).</summary>
         public ulong OwnerId { get; }
         /// <summary>The timer's key within its owner.</summary>

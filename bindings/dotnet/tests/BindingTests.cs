@@ -76,6 +76,33 @@ namespace SpotTimer.Tests
         }
 
         [System.Runtime.CompilerServices.MethodImpl(System.Runtime.CompilerServices.MethodImplOptions.NoInlining)]
+        /// <summary>A Timer does not keep its Runtime alive (the table that roots live timers must
+        /// not root runtimes): a Runtime abandoned while one of its Timers is still referenced is
+        /// finalized, and that Timer then answers RuntimeClosed, Reset throws
+        /// RuntimeClosedException and GetStats ObjectDisposedException.</summary>
+        [Test, Timeout(60000)]
+        public void TimerOfAnAbandonedRuntime_EndsRuntimeClosedOnceTheRuntimeIsFinalized()
+        {
+            var timer = TimerOfAbandonedRuntime();
+            var deadline = DateTime.UtcNow + TimeSpan.FromSeconds(30);
+            while (!timer.HasEnded && DateTime.UtcNow < deadline)
+            {
+                GC.Collect(); GC.WaitForPendingFinalizers();
+                Thread.Sleep(10);
+            }
+            Assert.IsTrue(timer.HasEnded, "the abandoned runtime was not finalized");
+            Assert.AreEqual(EndReason.RuntimeClosed, timer.Cancel(T.Wait).Reason);
+            Assert.Throws<RuntimeClosedException>(() => timer.Reset(TimeSpan.FromSeconds(1)));
+            Assert.Throws<ObjectDisposedException>(() => timer.GetStats());
+        }
+
+        [System.Runtime.CompilerServices.MethodImpl(System.Runtime.CompilerServices.MethodImplOptions.NoInlining)]
+        static Timer TimerOfAbandonedRuntime()
+        {
+            var rt = new Runtime();
+            return rt.AcquireOwner(1).Every(1, TimeSpan.FromHours(1), t => { });
+        }
+
         static void Abandon(int n)
         {
             for (int i = 0; i < n; i++)
@@ -398,7 +425,7 @@ namespace SpotTimer.Tests
                 Assert.AreEqual(1, got[0].DeliveryIndex);
                 Assert.AreEqual(1, got[0].ScheduledIndex);
                 Assert.AreEqual(0, got[0].SkippedTicks);
-                Assert.IsTrue(timer == got[0].Timer && timer.Equals(got[0].Timer), "the tick's Timer equals the registering one");
+                Assert.IsTrue(ReferenceEquals(timer, got[0].Timer), "the tick's Timer is the registering one");
                 Assert.AreEqual(timer.GetHashCode(), got[0].Timer.GetHashCode());
                 Assert.IsFalse(timer == rt.After(TimeSpan.FromMilliseconds(30), t => { }));
                 Assert.AreEqual(EndReason.Completed, timer.Cancel(TimeSpan.FromSeconds(5)).Reason);
