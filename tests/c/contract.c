@@ -1207,12 +1207,7 @@ static void *reuse_host(void *p) {
 static void a_record_of_a_released_owner_never_expires_the_next_owner_of_its_index(void) {
     const char *env = getenv("SPOT_C_RACE_ROUNDS");
     uint64_t rounds = env ? 100 * (uint64_t)atoi(env) : 20000;
-    struct spot_runtime_config cfg = {0};
-    cfg.struct_size = sizeof cfg;
-    cfg.clock = SPOT_CLOCK_REAL;
-    cfg.delivery = SPOT_DELIVERY_EXCHANGE;
-    uint64_t rt = 0;
-    CHECK_OK(spot_runtime_new(&cfg, &rt));
+    uint64_t rt = real_runtime();
     atomic_store(&reuse_stop, 0);
     atomic_store(&reuse_ran, 0);
     pthread_t host;

@@ -3,15 +3,19 @@
 
 #include <time.h>
 
-uint64_t manual_runtime(void) {
+static uint64_t exchange_runtime(uint32_t clock) {
     struct spot_runtime_config cfg = {0};
     cfg.struct_size = sizeof cfg;
-    cfg.clock = SPOT_CLOCK_MANUAL;
+    cfg.clock = clock;
     cfg.delivery = SPOT_DELIVERY_EXCHANGE;
     uint64_t rt = 0;
     CHECK_OK(spot_runtime_new(&cfg, &rt));
     return rt;
 }
+
+uint64_t manual_runtime(void) { return exchange_runtime(SPOT_CLOCK_MANUAL); }
+
+uint64_t real_runtime(void) { return exchange_runtime(SPOT_CLOCK_REAL); }
 
 uint64_t manual_callback_runtime(spot_batch_fn cb, void *env, spot_finalizer_fn fin) {
     struct spot_runtime_config cfg = {0};

@@ -8,6 +8,8 @@
 
 /* A manual-clock runtime delivering through spot_exchange. */
 uint64_t manual_runtime(void);
+/* A real-clock runtime delivering through spot_exchange. */
+uint64_t real_runtime(void);
 /* A manual-clock runtime delivering to `cb`. */
 uint64_t manual_callback_runtime(spot_batch_fn cb, void *env, spot_finalizer_fn fin);
 /* Node `id` (Entry Spot 1000 + id) on the manual clock over `store`, no host callbacks. */
