@@ -177,11 +177,12 @@ namespace SpotTimer
         internal Task<CancelResult> CancelAsync(Timer t)
         {
             var st = t;
-            lock (st)
+            var extras = st.Extras;
+            lock (extras)
             {
-                if (st.CancelTask != null) return st.CancelTask;
+                if (extras.CancelTask != null) return extras.CancelTask;
                 var tcs = new TaskCompletionSource<CancelResult>(TaskCreationOptions.RunContinuationsAsynchronously);
-                st.CancelTask = tcs.Task;
+                extras.CancelTask = tcs.Task;
                 if (Disposed || st.Finished)
                 {
                     // Ended (or never into the freed native runtime): the result its state keeps.

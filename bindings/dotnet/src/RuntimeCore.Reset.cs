@@ -40,9 +40,7 @@ namespace SpotTimer
             if (old.EndSignal is TokenSignal)
             {
                 // One token per generation: the old one's is cancelled as it ends.
-                var token = new TokenSignal();
-                next.EndSignal = token;
-                next.HandlerToken = token.Token;
+                next.EndSignal = new TokenSignal();
             }
             next.UserData = StateTable.Add(next);
             spot_timer id = default(spot_timer);
@@ -93,7 +91,7 @@ namespace SpotTimer
             {
                 Policy = options.Policy,
                 MaxCatchUpTicks = options.MaxCatchUpTicks,
-                OnRelease = Interlocked.Exchange(ref old.OnRelease, null),
+                OnRelease = old.ExtrasIfAny == null ? null : Interlocked.Exchange(ref old.ExtrasIfAny.OnRelease, null),
             };
             bool oneShot = old.PeriodNs == 0;
             if (!oneShot) again.FirstDue = TimeSpan.FromTicks((long)(delayNs / 100));
@@ -107,8 +105,8 @@ namespace SpotTimer
                 // Not registered: the cleanup goes back to the old generation, or runs now if
                 // that one has ended meanwhile (its release hook found none).
                 Action cleanup = again.OnRelease;
-                if (cleanup != null && Interlocked.CompareExchange(ref old.OnRelease, cleanup, null) == null
-                    && old.Finished && Interlocked.Exchange(ref old.OnRelease, null) == cleanup)
+                if (cleanup != null && Interlocked.CompareExchange(ref old.Extras.OnRelease, cleanup, null) == null
+                    && old.Finished && Interlocked.Exchange(ref old.Extras.OnRelease, null) == cleanup)
                 {
                     try { cleanup(); } catch (Exception) { }
                 }

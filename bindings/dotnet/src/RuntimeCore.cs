@@ -26,6 +26,10 @@ namespace SpotTimer
         // What a registration without options reads (never written: no allocation per call).
         static readonly TimerOptions s_defaultOptions = new TimerOptions();
 
+        /// <summary>Whether <paramref name="o"/> is the shared instance a registration without
+        /// options reads.</summary>
+        internal static bool IsDefault(TimerOptions o) { return ReferenceEquals(o, s_defaultOptions); }
+
         [ThreadStatic] static Timer t_currentTimer;
         [ThreadStatic] static RuntimeCore t_dispatching;
         static readonly AsyncLocal<Timer> s_asyncCurrent = new AsyncLocal<Timer>();
@@ -238,8 +242,6 @@ namespace SpotTimer
                 OwnerId = owner.Id, OwnerEpoch = owner.Epoch, Key = key, EndSignal = signal,
                 PeriodNs = oneShot ? 0 : ns, Options = options,
             };
-            var tokenSignal = signal as TokenSignal;
-            if (tokenSignal != null) st.HandlerToken = tokenSignal.Token;
             IntPtr userData = StateTable.Add(st);
             st.UserData = userData;
             var spec = new spot_timer_spec();

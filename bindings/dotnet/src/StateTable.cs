@@ -36,6 +36,10 @@ namespace SpotTimer
                         var bigger = new Timer[s_items.Length * 2];
                         Array.Copy(s_items, bigger, s_items.Length);
                         Volatile.Write(ref s_items, bigger);
+                        // Room for every entry to come back: the free list never grows on the
+                        // cancel path (a large array allocated there costs a collection of
+                        // every live timer).
+                        Array.Resize(ref s_free, s_items.Length);
                     }
                     i = s_next++;
                 }

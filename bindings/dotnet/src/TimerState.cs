@@ -45,41 +45,21 @@ namespace SpotTimer
     // abandoned Runtime from its finalizer.
     public sealed partial class Timer
     {
+        // The fields every generation has. Bytes are time here: at a million live timers Mono's
+        // collector charges about 2 ns per byte of a Timer to each registration (48 bytes more
+        // per Timer: arm +19%, reset +12%), so what few generations need lives in TimerExtras.
         internal RuntimeCore Core;
         internal Action<Tick> Sync;
         internal Func<Tick, Task> Async;
-        /// <summary>An async handler that takes the generation's <see cref="HandlerToken"/>.</summary>
-        internal Func<Tick, CancellationToken, Task> AsyncToken;
-        internal Action OnRelease;
-        /// <summary>What learns that the generation is ending (the token of an
-        /// <see cref="AsyncToken"/> handler, or a <see cref="TickStream"/>'s channel); null for
-        /// the others. Never refers to the Timer or the Runtime.</summary>
-        internal IEndSignal EndSignal;
-        /// <summary>The token handed to <see cref="AsyncToken"/> (from <see cref="EndSignal"/>).</summary>
-        internal CancellationToken HandlerToken;
         internal ulong OwnerEpoch;
-        int _endSignalled;
-
-        /// <summary>The generation is ending: a cancel was requested through this binding, the key
-        /// was registered again, the owner was revoked, released or re-acquired, the runtime is
-        /// being disposed, or (at the latest) the release hook ran. Idempotent.</summary>
-        internal void SignalEnd()
-        {
-            var s = EndSignal;
-            if (s == null || Interlocked.Exchange(ref _endSignalled, 1) != 0) return;
-            s.Signal();
-        }
-        internal volatile string CleanupError;
         internal volatile bool Ended;
-
         /// <summary>This generation's <see cref="StateTable"/> entry, which the native runtime carries as
         /// user data.</summary>
         internal IntPtr UserData;
-        /// <summary>The registration's period (0: a one-shot) and options: what a
-        /// <see cref="Timer.Reset"/> that cannot move in place registers again.</summary>
+        /// <summary>The registration's period (0: a one-shot): what a <see cref="Timer.Reset"/>
+        /// that cannot move in place registers again.</summary>
         internal ulong PeriodNs;
-        internal TimerOptions Options;
-        internal Task<CancelResult> CancelTask;
+        TimerExtras _extras;
 
         internal const int TerminalUnknown = -1;
 
@@ -97,5 +77,86 @@ namespace SpotTimer
 
         /// <summary>A terminal result the library reported for this generation.</summary>
         internal void Confirm(uint reason) { Volatile.Write(ref Terminal, (int)reason); }
+
+        /// <summary>The rarely needed part, made on first use (by any thread: one wins).</summary>
+        internal TimerExtras Extras
+        {
+            get
+            {
+                var x = _extras;
+                if (x != null) return x;
+                Interlocked.CompareExchange(ref _extras, new TimerExtras(), null);
+                return _extras;
+            }
+        }
+
+        /// <summary>The rarely needed part if it was made, else null.</summary>
+        internal TimerExtras ExtrasIfAny { get { return _extras; } }
+
+        /// <summary>An async handler that takes the generation's <see cref="HandlerToken"/>.</summary>
+        internal Func<Tick, CancellationToken, Task> AsyncToken
+        {
+            get { var x = _extras; return x == null ? null : x.AsyncToken; }
+            set { if (value != null || _extras != null) Extras.AsyncToken = value; }
+        }
+
+        internal Action OnRelease
+        {
+            get { var x = _extras; return x == null ? null : x.OnRelease; }
+            set { if (value != null || _extras != null) Extras.OnRelease = value; }
+        }
+
+        /// <summary>What learns that the generation is ending (the token of an
+        /// <see cref="AsyncToken"/> handler, or a <see cref="TickStream"/>'s channel); null for
+        /// the others. Never refers to the Timer or the Runtime.</summary>
+        internal IEndSignal EndSignal
+        {
+            get { var x = _extras; return x == null ? null : x.EndSignal; }
+            set { if (value != null || _extras != null) Extras.EndSignal = value; }
+        }
+
+        /// <summary>The token handed to <see cref="AsyncToken"/> (its <see cref="EndSignal"/>'s).</summary>
+        internal CancellationToken HandlerToken
+        {
+            get { var t = EndSignal as TokenSignal; return t != null ? t.Token : default(CancellationToken); }
+        }
+
+        internal string CleanupError
+        {
+            get { var x = _extras; return x == null ? null : x.CleanupError; }
+            set { if (value != null || _extras != null) Extras.CleanupError = value; }
+        }
+
+        /// <summary>The registration's options when they are not the defaults (null: the defaults).</summary>
+        internal TimerOptions Options
+        {
+            get { var x = _extras; return x == null ? null : x.Options; }
+            set { if ((value != null && !RuntimeCore.IsDefault(value)) || _extras != null) Extras.Options = value; }
+        }
+
+        /// <summary>The generation is ending: a cancel was requested through this binding, the key
+        /// was registered again, the owner was revoked, released or re-acquired, the runtime is
+        /// being disposed, or (at the latest) the release hook ran. Idempotent.</summary>
+        internal void SignalEnd()
+        {
+            var x = _extras;
+            var s = x == null ? null : x.EndSignal;
+            if (s == null || Interlocked.Exchange(ref x.EndSignalled, 1) != 0) return;
+            s.Signal();
+        }
+    }
+
+    /// <summary>What few generations need: an async handler with a token, a cleanup, an end
+    /// signal, options other than the defaults, a cleanup failure, a pending CancelAsync.</summary>
+    internal sealed class TimerExtras
+    {
+        internal Func<Tick, CancellationToken, Task> AsyncToken;
+        internal Action OnRelease;
+        internal IEndSignal EndSignal;
+        internal int EndSignalled;
+        internal volatile string CleanupError;
+        internal TimerOptions Options;
+        /// <summary>The task every CancelAsync of the generation returns (under a lock on this).</summary>
+        internal Task<CancelResult> CancelTask;
     }
 }
