@@ -65,6 +65,14 @@ pub(crate) fn close_handing_back(
     f: unsafe extern "C" fn(*mut c_void, *const *mut c_void, usize),
     env: *mut c_void,
 ) {
+    /// Puts the thread's cell back as it was, however the close ends (a panic included).
+    struct Restore(Option<HandBack>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let outer = self.0.take();
+            let _ = HANDING_BACK.try_with(|h| *h.borrow_mut() = outer);
+        }
+    }
     let outer = HANDING_BACK.with(|h| {
         h.borrow_mut().replace(HandBack {
             f,
@@ -72,8 +80,10 @@ pub(crate) fn close_handing_back(
             batch: Vec::with_capacity(HANDBACK_BATCH),
         })
     });
+    let restore = Restore(outer);
     rt.close();
-    let mine = HANDING_BACK.with(|h| std::mem::replace(&mut *h.borrow_mut(), outer));
+    let mine = HANDING_BACK.with(|h| h.borrow_mut().take());
+    drop(restore);
     if let Some(mut mine) = mine {
         flush(&mut mine);
     }
@@ -82,9 +92,13 @@ pub(crate) fn close_handing_back(
 /// Hands the collected user data to the host and empties the batch.
 fn flush(h: &mut HandBack) {
     if !h.batch.is_empty() {
+        // The host's function may close other runtimes: their ends run their own release
+        // functions, so this thread hands nothing back while it runs.
+        let outer = HANDING_BACK.with(|c| c.borrow_mut().take());
         // SAFETY: the host's function, with its own env and an array of `len` pointers it
         // gave the library, valid for the call.
         unsafe { (h.f)(h.env as *mut c_void, h.batch.as_ptr(), h.batch.len()) };
+        HANDING_BACK.with(|c| *c.borrow_mut() = outer);
         h.batch.clear();
     }
 }

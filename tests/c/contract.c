@@ -999,7 +999,15 @@ static void cancel_keeping_calls_no_release_function_for_an_idle_timer(void) {
 enum { HB_N = 2500 };
 static unsigned char hb_seen[HB_N + 3];
 static size_t hb_calls, hb_largest;
-static uint64_t hb_rt;
+static uint64_t hb_rt, hb_other;
+static atomic_int other_release_calls;
+
+static int32_t other_release(void *ud, char *msg, size_t len) {
+    (void)msg; (void)len;
+    CHECK(ud == (void *)999999);
+    atomic_fetch_add(&other_release_calls, 1);
+    return 0;
+}
 
 static void count_handback(void *env, void *const *user_data, size_t n) {
     CHECK(env == (void *)&hb_calls);
@@ -1010,13 +1018,21 @@ static void count_handback(void *env, void *const *user_data, size_t n) {
         CHECK(u >= 1 && u <= HB_N + 1);
         if (u >= 1 && u <= HB_N + 1) hb_seen[u]++;
     }
-    /* the library may be called from here: closing again does nothing */
+    /* the library may be called from here: closing again does nothing, and closing another
+     * runtime runs that runtime's release functions (nothing of it is handed back here) */
     CHECK_OK(spot_runtime_close(hb_rt));
+    CHECK_OK(spot_runtime_close(hb_other));
 }
 
 static void close_handing_back_returns_user_data_in_batches(void) {
     uint64_t rt = manual_runtime();
     hb_rt = rt;
+    hb_other = manual_runtime();
+    atomic_store(&other_release_calls, 0);
+    uint64_t other_ep = owner(hb_other, 1, SPOT_GATE_SERIAL);
+    struct spot_timer other_t;
+    struct spot_timer_spec other_sp = spec_every(10 * MS, SPOT_POLICY_SKIP_LATE_TICKS, 1);
+    CHECK_OK(spot_timer_register(hb_other, 1, other_ep, 1, &other_sp, (void *)999999, other_release, &other_t));
     memset(hb_seen, 0, sizeof hb_seen);
     hb_calls = hb_largest = 0;
     atomic_store(&ok_release_calls, 0);
@@ -1053,6 +1069,8 @@ static void close_handing_back_returns_user_data_in_batches(void) {
     (void)spot_complete(rt, &done, 1);
     CHECK_OK(spot_runtime_free(rt));
     CHECK_EQ_U64(atomic_load(&ok_release_calls), 0);
+    CHECK_EQ_U64(atomic_load(&other_release_calls), 1);
+    CHECK_OK(spot_runtime_free(hb_other));
 }
 
 static void reset_moves_idle_timers_in_place(void) {
