@@ -66,9 +66,8 @@ namespace SpotTimer
         {
             st.Ended = true;
             // Taken, not read: a Reset that could not move in place may take it at once.
-            var extras = st.ExtrasIfAny;
-            Action onRelease = extras == null ? null : Interlocked.Exchange(ref extras.OnRelease, null);
-            st.Sync = null; st.Async = null; st.AsyncToken = null;
+            Action onRelease = st.TakeOnRelease();
+            st.DropHandlers();
             string failure = null;
             try
             {

@@ -40,7 +40,7 @@ namespace SpotTimer
                 // no record of it is with the host (it was idle), so its entry goes now.
                 StateTable.Remove(st.UserData);
                 st.Ended = true;
-                st.Sync = null; st.Async = null; st.AsyncToken = null;
+                st.DropHandlers();
                 st.Confirm(reason);
                 st.Finished = true;
             }

@@ -72,7 +72,8 @@ namespace SpotTimer
             // its release hook, which no record can reach any more (it was idle).
             StateTable.Remove(old.UserData);
             old.Confirm((uint)EndReason.Superseded);
-            old.Sync = null; old.Async = null; old.AsyncToken = null; old.OnRelease = null;
+            old.DropHandlers();
+            old.OnRelease = null;
             old.Ended = true;
             old.Finished = true;
             NoteRegistered(next); // takes the old one's place among the signalled
@@ -91,7 +92,7 @@ namespace SpotTimer
             {
                 Policy = options.Policy,
                 MaxCatchUpTicks = options.MaxCatchUpTicks,
-                OnRelease = old.ExtrasIfAny == null ? null : Interlocked.Exchange(ref old.ExtrasIfAny.OnRelease, null),
+                OnRelease = old.TakeOnRelease(),
             };
             bool oneShot = old.PeriodNs == 0;
             if (!oneShot) again.FirstDue = TimeSpan.FromTicks((long)(delayNs / 100));

@@ -90,8 +90,16 @@ namespace SpotTimer
             }
         }
 
-        /// <summary>The rarely needed part if it was made, else null.</summary>
-        internal TimerExtras ExtrasIfAny { get { return _extras; } }
+        /// <summary>Takes the generation's cleanup (null when it has none or it was taken): the
+        /// one who takes it runs or moves it, once.</summary>
+        internal Action TakeOnRelease()
+        {
+            var x = _extras;
+            return x == null ? null : Interlocked.Exchange(ref x.OnRelease, null);
+        }
+
+        /// <summary>Lets go of the handlers: an ended generation keeps only its result.</summary>
+        internal void DropHandlers() { Sync = null; Async = null; AsyncToken = null; }
 
         /// <summary>An async handler that takes the generation's <see cref="HandlerToken"/>.</summary>
         internal Func<Tick, CancellationToken, Task> AsyncToken
